@@ -1,0 +1,71 @@
+"""Shared fixtures: real servers, reached or skipped (failed in CI) with a clear reason.
+
+On a user's machine a test that needs MySQL or Redis skips when the server is absent; in CI
+(`CI=true`) the same absence fails the test, because CI promises the servers are there.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+MYSQL_URL = os.environ.get("LEASEPROOF_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
+REDIS_URL = os.environ.get("LEASEPROOF_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def in_ci() -> bool:
+    """Whether we run in CI, where every server must be present."""
+    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def server_absent(what: str, url: str, exc: BaseException) -> None:
+    """Skip (on a user's machine) or fail (in CI) because a server cannot be reached."""
+    reason = f"{what} is not reachable at {url} ({exc}); set LEASEPROOF_{what.upper()}_URL or start it"
+    if in_ci():
+        pytest.fail(f"CI=true but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def mysql_url() -> str:
+    """The URL of a reachable MySQL/MariaDB server (skip or fail otherwise)."""
+    import pymysql
+    from urllib.parse import urlparse
+
+    u = urlparse(MYSQL_URL)
+    try:
+        conn = pymysql.connect(
+            host=u.hostname or "127.0.0.1",
+            port=u.port or 3306,
+            user=u.username or "root",
+            password=u.password or "",
+            database=(u.path or "/test").lstrip("/") or "test",
+            connect_timeout=3,
+        )
+        conn.close()
+    except Exception as exc:  # any failure to connect means "absent"
+        server_absent("mysql", MYSQL_URL, exc)
+    return MYSQL_URL
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """The URL of a reachable Redis server (skip or fail otherwise)."""
+    import redis
+
+    try:
+        client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3)
+        client.ping()
+        client.close()
+    except Exception as exc:
+        server_absent("redis", REDIS_URL, exc)
+    return REDIS_URL
+
+
+@pytest.fixture
+def key_prefix() -> Iterator[str]:
+    """A unique prefix for the Redis keys or SQL tables of one test, so tests never share state."""
+    yield f"lp-test-{uuid.uuid4().hex[:10]}"
