@@ -1,0 +1,62 @@
+-- prelude.lua: helpers shared by every script; scripts.py puts this text in front of each one.
+-- Every script that commits a step appends its trace event here, in the same script, so that
+-- Redis orders the trace across processes. Every state value is read after the step.
+
+local function server_now_ms()
+  -- Idle times are measured by the server's clock, so last_touched must be too.
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function entry_state(stream, group, id)
+  local p = redis.call('XPENDING', stream, group, id, id, 1)
+  if #p > 0 then
+    local rec = p[1]
+    return {pending = true, owner = rec[2],
+            last_touched = server_now_ms() - tonumber(rec[3]),
+            deliveries = tonumber(rec[4])}
+  end
+  if #redis.call('XRANGE', stream, id, id) > 0 then
+    return {pending = false, owner = cjson.null, last_touched = 0, deliveries = 0}
+  end
+  return cjson.null
+end
+
+local function field_of(fields, name)
+  for i = 1, #fields, 2 do
+    if fields[i] == name then return fields[i + 1] end
+  end
+  return nil
+end
+
+local function entry_cmd(stream, id)
+  local e = redis.call('XRANGE', stream, id, id)
+  if #e == 0 then return nil end
+  return field_of(e[1][2], 'cmd')
+end
+
+local function cmd_state(state_key, guard_key, ext_key)
+  local status = redis.call('GET', state_key)
+  local owner = redis.call('GET', guard_key)
+  local calls = tonumber(redis.call('GET', ext_key) or '0')
+  local command = cjson.null
+  if status then command = {status = status} end
+  if not owner then owner = cjson.null end
+  return {command = command, guard = {owner = owner}, external_calls = calls}
+end
+
+-- One trace event; `now` is the committing node's clock (ARGV), seq is assigned on export.
+local function record(trace_key, node, now, op, outcome, state, extra)
+  local ev = {node = node, op = op, now = tonumber(now), outcome = outcome, state = state}
+  if extra then
+    for k, v in pairs(extra) do ev[k] = v end
+  end
+  redis.call('RPUSH', trace_key, cjson.encode(ev))
+end
+
+local function queue_event(stream, group, trace_key, node, now, op, outcome, id, cmd, args)
+  local extra = {entry = id}
+  if cmd then extra.cmd = cmd end
+  if args then extra.args = args end
+  record(trace_key, node, now, op, outcome, {entry = entry_state(stream, group, id)}, extra)
+end

@@ -1,0 +1,16 @@
+-- renew / release: touch an entry only while this consumer still owns it (XPENDING owner check,
+-- then XCLAIM 0 JUSTID, in one script so no peer's claim can land in between).
+-- KEYS: stream, trace. ARGV: group, node, now, id, op ('renew' or 'release'),
+-- check_owner ('1'; '0' is the unguarded calibration that claims it back from a peer).
+local id = ARGV[4]
+local op = ARGV[5]
+local ok_outcome = 'renewed'
+if op == 'release' then ok_outcome = 'touched' end
+local p = redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1)
+local outcome = 'refused'
+if #p > 0 and (p[1][2] == ARGV[2] or ARGV[6] == '0') then
+  redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, id, 'JUSTID')
+  outcome = ok_outcome
+end
+queue_event(KEYS[1], ARGV[1], KEYS[2], ARGV[2], ARGV[3], op, outcome, id, entry_cmd(KEYS[1], id), nil)
+return outcome == ok_outcome and 1 or 0
