@@ -31,6 +31,7 @@ class Delivery:
     payload: str
     deliveries: int
     source: str  # "new" or "reclaim"
+    cmd: str | None = None  # the command id, for a command layer's message
 
 
 class Steps:
@@ -127,7 +128,7 @@ class QueueStore(Steps):
         res = self.run("receive_new", "receive_new", node, self._keys(), [GROUP, node, now])
         if not res:
             return None
-        return Delivery(_text(res[0]), _text(res[1]), int(res[2]), "new")
+        return Delivery(_text(res[0]), _text(res[1]), int(res[2]), "new", _text(res[3]) or None)
 
     def reclaim(self, node: str, now: int, visibility_timeout_ms: int) -> Delivery | None:
         """Take over one entry idle for at least the visibility timeout, or None."""
@@ -137,7 +138,7 @@ class QueueStore(Steps):
             self._cursor = _text(res[0])
         if len(res) < 2:
             return None
-        return Delivery(_text(res[1]), _text(res[2]), int(res[3]), "reclaim")
+        return Delivery(_text(res[1]), _text(res[2]), int(res[3]), "reclaim", _text(res[4]) or None)
 
     def renew(self, node: str, now: int, entry: str, *, check_owner: bool = True) -> bool:
         """Touch `entry` if `node` still owns it (XPENDING owner check + XCLAIM 0 JUSTID)."""

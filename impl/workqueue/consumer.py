@@ -1,0 +1,168 @@
+"""The real-mode consumer: a poller thread, a heartbeat thread and handler threads, on the wall
+clock, around the steps of `node.py`.
+
+    poller ──permit──> poll ──> reserve ──> executor.submit ──> [handler thread] start, handler, finish
+                                   └── rejected: invoke_start rejected, permit back, entry left pending
+    heartbeat ── every VT/3 ──> renew every active entry (+ its command guard)
+    close: stop polling; wait for handlers while still renewing; then stop the heartbeat
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from impl.clock import Clock, WallClock
+from impl.workqueue.config import Gates, Settings
+from impl.workqueue.core import Invocation
+from impl.workqueue.errors import QueueClosed
+from impl.workqueue.node import QueueNode
+from impl.workqueue.store import QueueStore
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Invocation], bool]
+
+
+class ExecutorRejected(RuntimeError):
+    """The executor will not take another task (it is full or shut down)."""
+
+
+class ThreadExecutor:
+    """Runs each task on its own daemon thread, at most `max_threads` at once (None: no bound);
+    past the bound `submit` raises `ExecutorRejected`, as a saturated Java executor does."""
+
+    def __init__(self, max_threads: int | None = None) -> None:
+        self.max_threads = max_threads
+        self.running = 0
+        self.reject_all = False  # a test switch: behave as a shut-down executor
+        self._cond = threading.Condition()
+
+    def submit(self, fn: Callable[[], None]) -> None:
+        """Start `fn` on a new thread, or raise `ExecutorRejected`."""
+        with self._cond:
+            if self.reject_all or (self.max_threads is not None and self.running >= self.max_threads):
+                raise ExecutorRejected("executor saturated")
+            self.running += 1
+        threading.Thread(target=self._run, args=(fn,), daemon=True).start()
+
+    def _run(self, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        finally:
+            with self._cond:
+                self.running -= 1
+                self._cond.notify_all()
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until no task runs; False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self.running == 0, timeout=timeout_s)
+
+
+class Consumer:
+    """A consumer process's queue worker: polls, runs `handler(invocation) -> bool` (True: done,
+    ack; False or an exception: not done, the entry stays pending and comes back after a VT).
+
+    >>> # consumer = Consumer(store, "worker-1", handler, settings=Settings(), gates=Gates())
+    >>> # consumer.start(); ...; consumer.close()
+    """
+
+    def __init__(self, store: QueueStore, name: str, handler: Handler, *, settings: Settings,
+                 gates: Gates, clock: Clock | None = None, executor: ThreadExecutor | None = None) -> None:
+        self.node = QueueNode(store, name, clock or WallClock(), settings, gates)
+        self.handler = handler
+        self.settings = settings
+        self.gates = gates
+        self.executor = executor or ThreadExecutor(None if not gates.permit_bound else settings.concurrency)
+        self.heartbeat_paused = threading.Event()  # set by tests to simulate heartbeat lag
+        self.errors: list[BaseException] = []
+        self._stop = threading.Event()
+        self._hb_stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        """The consumer name (trace node)."""
+        return self.node.name
+
+    def start(self) -> "Consumer":
+        """Start polling and heartbeating."""
+        if self._closed:
+            raise QueueClosed(f"consumer {self.name} is closed; create a new one")
+        for target, tag in ((self._poll_loop, "poll"), (self._heartbeat_loop, "heartbeat")):
+            t = threading.Thread(target=target, name=f"{self.name}-{tag}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def _poll_loop(self) -> None:
+        wait_s = self.settings.poll_interval_ms / 1000
+        while not self._stop.is_set():
+            try:
+                inv = self.node.poll_and_admit()
+            except Exception as exc:  # a store error must not kill the poller
+                self._note(exc, "poll")
+                self._stop.wait(wait_s)
+                continue
+            if inv is None:
+                self._stop.wait(wait_s)
+                continue
+            self.node.reserve(inv)
+            try:
+                self.executor.submit(lambda inv=inv: self._invoke(inv))
+            except ExecutorRejected:
+                try:
+                    self.node.reject(inv)
+                except Exception as exc:
+                    self._note(exc, "reject")
+
+    def _invoke(self, inv: Invocation) -> None:
+        try:
+            self.node.start(inv)
+            try:
+                result = "done" if self.handler(inv) else "not_done"
+            except Exception as exc:
+                log.info("%s: handler threw on %s: %s", self.name, inv.entry, exc)
+                result = "threw"
+            self.node.finish(inv, result)
+        except Exception as exc:
+            self._note(exc, f"finish {inv.entry}")
+
+    def _heartbeat_loop(self) -> None:
+        interval_s = self.settings.heartbeat_interval_ms / 1000
+        while not self._hb_stop.wait(interval_s):
+            if self.heartbeat_paused.is_set():
+                continue
+            try:
+                self.node.heartbeat()
+            except Exception as exc:
+                self._note(exc, "heartbeat")
+
+    def _note(self, exc: BaseException, where: str) -> None:
+        log.warning("%s: %s failed: %s", self.name, where, exc)
+        self.errors.append(exc)
+
+    def close(self, timeout_s: float = 30.0) -> bool:
+        """Stop polling, wait for running handlers (still renewing their entries), then stop the
+        heartbeat. Returns False if handlers were still running at the timeout.
+
+        With the gate `close_waits_for_handlers` off it stops the heartbeat at once: the old
+        behaviour, under which a running handler's entry becomes reclaimable by a peer."""
+        self._closed = True
+        self._stop.set()
+        self._threads[0].join(timeout_s) if self._threads else None
+        idle = True
+        if self.gates.close_waits_for_handlers:
+            idle = self.executor.wait_idle(timeout_s)
+        self._hb_stop.set()
+        for t in self._threads[1:]:
+            t.join(timeout_s)
+        return idle
+
+    def snapshot(self) -> dict[str, Any]:
+        """Counters for summaries."""
+        return {"name": self.name, **self.node.snapshot(), "errors": len(self.errors)}

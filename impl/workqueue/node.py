@@ -1,0 +1,167 @@
+"""One consumer's steps, shared by the real consumer (threads, wall clock) and the simulation
+(one step at a time, virtual clock): poll, admit, start or reject, finish, heartbeat.
+
+    poller:    permit? -> poll (receive_new | reclaim, fair order) -> admit -> start -> handler
+    handler:   ... runs outside this module ... -> finish: invoke_end, ack | release, permit back
+    heartbeat: every VT/3: renew each active entry (owner-checked), and its command guard
+
+Each step that touches the store is one script and one trace event.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from impl.clock import Clock
+from impl.workqueue.config import Gates, Settings
+from impl.workqueue.core import ActiveTable, Fairness, Invocation, Permits
+from impl.workqueue.store import Delivery, QueueStore
+
+log = logging.getLogger(__name__)
+
+RESULTS = ("done", "not_done", "threw")
+
+
+class QueueNode:
+    """The consumer `name` of `store`'s queue: its fairness counter, permits and active table."""
+
+    def __init__(self, store: QueueStore, name: str, clock: Clock, settings: Settings, gates: Gates) -> None:
+        self.store = store
+        self.name = name
+        self.clock = clock
+        self.settings = settings
+        self.gates = gates
+        self.fairness = Fairness(settings.fairness_ratio)
+        self.permits = Permits(settings.concurrency, bounded=gates.permit_bound)
+        self.active = ActiveTable()
+        # Entries holding a permit for their whole life (only with invocation_scoped_permits off).
+        self.live: set[str] = set()
+        self.stats: dict[str, int] = {"delivered": 0, "reclaimed": 0, "dropped": 0, "rejected": 0,
+                                      "acked": 0, "ack_failed": 0, "renew_refused": 0}
+
+    def now(self) -> int:
+        """This node's clock, in ms."""
+        return self.clock.now_ms()
+
+    # -- intake -------------------------------------------------------------------------------
+    def poll(self) -> Delivery | None:
+        """One poll in fairness order, falling back to the other kind; None if both are empty."""
+        for kind in self.fairness.next_order():
+            if kind == "receive_new":
+                got = self.store.receive_new(self.name, self.now())
+            elif self.gates.reclaim_retries:
+                got = self.store.reclaim(self.name, self.now(), self.settings.visibility_timeout_ms)
+            else:
+                got = None
+            if got is not None:
+                self.stats["delivered" if got.source == "new" else "reclaimed"] += 1
+                return got
+        return None
+
+    def poll_and_admit(self) -> Invocation | None:
+        """Take a permit, poll, and admit what comes: an invocation to start, or None (no permit,
+        nothing to do, or a self-reclaim of an entry this node already runs, which is dropped)."""
+        if not self.permits.try_acquire():
+            return None
+        delivery = self.poll()
+        if delivery is None:
+            self.permits.release()
+            return None
+        if self.gates.local_dedup and self.active.running(delivery.entry):
+            # A self-reclaim after heartbeat lag: running it again would overlap our own call.
+            self.store.invoke_start(self.name, self.now(), delivery.entry, "duplicate_dropped")
+            self.stats["dropped"] += 1
+            self.permits.release()
+            return None
+        if not self.gates.invocation_scoped_permits and delivery.entry in self.live:
+            self.permits.release()  # the live message already holds one for its whole life
+        return Invocation(delivery.entry, delivery.payload, delivery.deliveries, delivery.source, delivery.cmd)
+
+    def reserve(self, inv: Invocation) -> None:
+        """Register the invocation as active before it is handed to an executor, so a
+        self-reclaim polled meanwhile is already recognised as a duplicate."""
+        inv.started_ms = self.now()
+        self.active.add(inv)
+
+    def start(self, inv: Invocation) -> None:
+        """The handler is about to run: record `invoke_start started`."""
+        inv.started_ms = self.now()
+        self.store.invoke_start(self.name, inv.started_ms, inv.entry, "started")
+
+    def reject(self, inv: Invocation) -> None:
+        """The executor refused the invocation: record it, give the permit back, and leave the
+        entry pending untouched, for a later reclaim."""
+        self.active.remove(inv)
+        self.stats["rejected"] += 1
+        self.store.invoke_start(self.name, self.now(), inv.entry, "rejected")
+        if self.gates.release_permit_on_rejection:
+            self.permits.release()
+
+    # -- completion -----------------------------------------------------------------------------
+    def finish(self, inv: Invocation, result: str) -> None:
+        """The handler returned (`done`, `not_done`) or threw: record the end, ack a done entry
+        (XACK+XDEL) or touch a not-done one once, and give the permit back.
+
+        A failing ack leaves the entry pending: it is redelivered after a visibility timeout and
+        acked then. The cleanup runs even when the ack fails (gate `cleanup_on_ack_failure`).
+        """
+        if result not in RESULTS:
+            raise ValueError(f"handler result must be one of {RESULTS}, got {result!r}")
+        if not self.gates.cleanup_on_ack_failure:
+            self._complete(inv, result)
+            self._cleanup(inv, result)
+            return
+        try:
+            self._complete(inv, result)
+        finally:
+            self._cleanup(inv, result)
+
+    def _complete(self, inv: Invocation, result: str) -> None:
+        now = self.now()
+        self.store.invoke_end(self.name, now, inv.entry, result)
+        try:
+            if result == "done":
+                if self.store.ack(self.name, self.now(), inv.entry):
+                    self.stats["acked"] += 1
+            else:
+                self.store.release(self.name, self.now(), inv.entry, check_owner=self.gates.renew_owner_check)
+        except Exception:
+            self.stats["ack_failed"] += 1
+            raise
+
+    def _cleanup(self, inv: Invocation, result: str) -> None:
+        self.active.remove(inv)
+        if self.gates.invocation_scoped_permits:
+            self.permits.release()
+        elif result == "done":
+            self.live.discard(inv.entry)
+            self.permits.release()
+        else:
+            self.live.add(inv.entry)  # the old design: the message keeps its permit until acked
+
+    # -- heartbeat ------------------------------------------------------------------------------
+    def heartbeat(self) -> None:
+        """Renew every active invocation's entry (owner-checked), and run its renewers. Past
+        `max_processing_ms` it only warns and keeps renewing: stopping would let a peer start
+        an overlapping call (gate `renew_past_max_processing`)."""
+        if not self.gates.heartbeat:
+            return
+        for inv in self.active.all():
+            now = self.now()
+            if now - inv.started_ms > self.settings.max_processing_ms:
+                if not inv.warned_past_max:
+                    inv.warned_past_max = True
+                    log.warning("%s: handler on %s has run %d ms, past max_processing_ms=%d; still renewing",
+                                self.name, inv.entry, now - inv.started_ms, self.settings.max_processing_ms)
+                if not self.gates.renew_past_max_processing:
+                    continue
+            if not self.store.renew(self.name, now, inv.entry, check_owner=self.gates.renew_owner_check):
+                inv.lost = True
+                self.stats["renew_refused"] += 1
+            for renew in list(inv.renewers):
+                renew()
+
+    def snapshot(self) -> dict[str, Any]:
+        """Counters for summaries."""
+        return {**self.stats, "active": len(self.active), "permits_in_use": self.permits.in_use}
