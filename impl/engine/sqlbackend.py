@@ -1,0 +1,282 @@
+"""The SQL stores: SQLite (one file shared by several processes) and MySQL/MariaDB.
+
+Both run the named queries of `sql/`; they differ in connections, transactions and which
+errors are worth a retry. Each thread gets its own connection, so the threads of a node (fetch
+loop, runs, callers) never share one.
+
+    SQLite: WAL journal; BEGIN IMMEDIATE takes the write lock at the start, so transactions
+            are serial and the trace's AUTOINCREMENT order is the commit order.
+    MySQL:  READ COMMITTED; each transaction first locks its workflow's `wf_lock` row, so the
+            transactions of one workflow are serial and numbered in commit order (`wf_seq`).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from impl.engine.model import Event, Instance, Task, TaskKey
+from impl.engine.queries import DROP_NAMES, queries, schema_names
+from impl.errors import StoreUnavailable
+
+_TASK_COLS = ("owner", "task_id", "status", "run_after", "version", "retry_count", "payload", "type")
+_INST_COLS = ("wf", "workflow", "status", "version", "state", "result")
+
+
+def _task(row: Any) -> Task | None:
+    if row is None:
+        return None
+    d = dict(zip(_TASK_COLS, row))
+    return Task(**{k: (int(v) if k in ("run_after", "version", "retry_count") else v) for k, v in d.items()})
+
+
+def _instance(row: Any) -> Instance | None:
+    if row is None:
+        return None
+    d = dict(zip(_INST_COLS, row))
+    d["version"] = int(d["version"])
+    return Instance(**d)
+
+
+def _task_params(task: Task) -> dict[str, Any]:
+    return {c: getattr(task, c) for c in _TASK_COLS}
+
+
+def _inst_params(inst: Instance) -> dict[str, Any]:
+    return {c: getattr(inst, c) for c in _INST_COLS}
+
+
+class SqlTxn:
+    """One SQL transaction: each method runs the named query of the same name."""
+
+    def __init__(self, cursor: Any, q: dict[str, str]) -> None:
+        self._c = cursor
+        self._q = q
+
+    def _run(self, name: str, params: dict[str, Any]) -> int:
+        self._c.execute(self._q[name], params)
+        return int(self._c.rowcount)
+
+    def lock_workflow(self, wf: str) -> int:
+        self._run("ensure_lock_row", {"wf": wf})
+        self._run("lock_workflow", {"wf": wf})
+        self._c.execute(self._q["read_lock"], {"wf": wf})
+        return int(self._c.fetchone()[0])
+
+    def read_task(self, key: TaskKey) -> Task | None:
+        self._c.execute(self._q["read_task"], {"owner": key.owner, "task_id": key.task_id})
+        return _task(self._c.fetchone())
+
+    def insert_task(self, task: Task) -> None:
+        self._run("insert_task", _task_params(task))
+
+    def update_task(self, task: Task, expected_version: int) -> int:
+        return self._run("update_task", {**_task_params(task), "expected_version": expected_version})
+
+    def delete_task(self, key: TaskKey, expected_version: int) -> int:
+        return self._run(
+            "delete_task",
+            {"owner": key.owner, "task_id": key.task_id, "expected_version": expected_version},
+        )
+
+    def read_instance(self, wf: str) -> Instance | None:
+        self._c.execute(self._q["read_instance"], {"wf": wf})
+        return _instance(self._c.fetchone())
+
+    def insert_instance(self, inst: Instance) -> None:
+        self._run("insert_instance", _inst_params(inst))
+
+    def update_instance(self, inst: Instance, expected_version: int) -> int:
+        return self._run("update_instance", {**_inst_params(inst), "expected_version": expected_version})
+
+    def record_event(self, event: dict[str, Any]) -> None:
+        self._run("record_event", event)
+
+
+class _SqlBackend:
+    """What both SQL stores share: per-thread connections and the reads outside transactions."""
+
+    dialect = ""
+    url = ""
+
+    def __init__(self, prefix: str = "") -> None:
+        self.prefix = prefix
+        self.q = queries(self.dialect, prefix)
+        self._local = threading.local()
+        self._all: list[Any] = []
+        self._all_lock = threading.Lock()
+
+    def _connect(self) -> Any:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _conn(self) -> Any:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._all_lock:
+                self._all.append(conn)
+        return conn
+
+    def _begin(self, conn: Any) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    @contextmanager
+    def transaction(self) -> Iterator[SqlTxn]:
+        conn = self._conn()
+        self._begin(conn)
+        cur = conn.cursor()
+        try:
+            yield SqlTxn(cur, self.q)
+        except BaseException:
+            conn.rollback()
+            raise
+        else:
+            conn.commit()
+        finally:
+            cur.close()
+
+    def _query(self, name: str, params: dict[str, Any]) -> list[Any]:
+        conn = self._conn()
+        cur = conn.cursor()
+        try:
+            cur.execute(self.q[name], params)
+            rows = list(cur.fetchall())
+        finally:
+            cur.close()
+        self._end_read(conn)
+        return rows
+
+    def _end_read(self, conn: Any) -> None:
+        """End the implicit read transaction, so the next read sees newer commits."""
+
+    def due_tasks(self, now: int, limit: int) -> list[Task]:
+        return [t for t in map(_task, self._query("due_tasks", {"now": now, "limit": limit})) if t]
+
+    def read_task(self, key: TaskKey) -> Task | None:
+        rows = self._query("read_task", {"owner": key.owner, "task_id": key.task_id})
+        return _task(rows[0]) if rows else None
+
+    def read_instance(self, wf: str) -> Instance | None:
+        rows = self._query("read_instance", {"wf": wf})
+        return _instance(rows[0]) if rows else None
+
+    def list_instances(self) -> list[Instance]:
+        return [i for i in map(_instance, self._query("list_instances", {})) if i]
+
+    def read_events(self) -> list[Event]:
+        out = []
+        for seq, wf, wf_seq, node, op, now, args, outcome, state in self._query("read_events", {}):
+            out.append(
+                Event(
+                    seq=int(seq),
+                    wf=wf,
+                    wf_seq=int(wf_seq),
+                    node=node,
+                    op=op,
+                    now=int(now),
+                    args=json.loads(args),
+                    outcome=outcome,
+                    state=json.loads(state),
+                )
+            )
+        return out
+
+    def _exec_names(self, names: Any) -> None:
+        conn = self._conn()
+        cur = conn.cursor()
+        try:
+            for name in names:
+                cur.execute(self.q[name])
+        finally:
+            cur.close()
+        conn.commit()
+
+    def create_schema(self) -> None:
+        self._exec_names(schema_names(self.dialect))
+
+    def drop_schema(self) -> None:
+        self._exec_names(DROP_NAMES)
+
+    def close(self) -> None:
+        with self._all_lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            try:
+                conn.close()
+            except Exception:  # closing a broken connection is not worth failing over
+                pass
+        self._local = threading.local()
+
+
+class SqliteBackend(_SqlBackend):
+    """The embedded default: one SQLite file, shareable by several processes."""
+
+    dialect = "sqlite"
+
+    def __init__(self, path: str, prefix: str = "") -> None:
+        super().__init__(prefix)
+        self.path = path
+        self.url = f"sqlite:///{path}"
+
+    def _connect(self) -> Any:
+        try:
+            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=60000")
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(
+                f"cannot open SQLite store {self.path}: {exc}; check the directory exists and is writable"
+            ) from exc
+        return conn
+
+    def _begin(self, conn: Any) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+
+    def _exec_names(self, names: Any) -> None:
+        conn = self._conn()
+        for name in names:
+            conn.execute(self.q[name])
+
+    def is_retryable(self, exc: BaseException) -> bool:
+        return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+
+
+class MysqlBackend(_SqlBackend):
+    """MySQL or MariaDB through PyMySQL, InnoDB tables, READ COMMITTED transactions."""
+
+    dialect = "mysql"
+    _RETRYABLE = (1213, 1205)  # deadlock, lock wait timeout: the transaction was rolled back
+
+    def __init__(
+        self, host: str, port: int, user: str, password: str, database: str, prefix: str = "", url: str = ""
+    ) -> None:
+        super().__init__(prefix)
+        self._args = dict(host=host, port=port, user=user, password=password, database=database)
+        self.url = url or f"mysql://{user}@{host}:{port}/{database}"
+
+    def _connect(self) -> Any:
+        import pymysql
+
+        try:
+            conn = pymysql.connect(**self._args, autocommit=True, connect_timeout=10)
+        except pymysql.MySQLError as exc:
+            raise StoreUnavailable(
+                f"cannot connect to MySQL store {self.url}: {exc}; start the server or fix the URL"
+            ) from exc
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        return conn
+
+    def _begin(self, conn: Any) -> None:
+        conn.begin()
+
+    def is_retryable(self, exc: BaseException) -> bool:
+        import pymysql
+
+        return isinstance(exc, pymysql.MySQLError) and bool(exc.args) and exc.args[0] in self._RETRYABLE

@@ -1,0 +1,349 @@
+"""The engine's store transactions: one method per trace op, each one atomic step.
+
+Every method here is one store transaction that reads the rows it needs, asks a pure decision
+(`decide.py`), writes with a version guard, and records one trace event in the same
+transaction, with the workflow's instance and task rows as they are after it. The method names
+are the ops of `tla/README.md` (`create_instance`, `schedule`, `fetch`, `run_start`, ...).
+
+    node --call--> Store.op --BEGIN--> lock wf --read--> decide --write--> record --COMMIT-->
+
+A transaction that decides to change nothing (a fetch that lost its race) rolls back and
+records nothing: it is not a step.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from impl.engine import decide
+from impl.engine.backend import Backend, Txn
+from impl.engine.errors import EngineBug
+from impl.engine.model import (
+    FAILED,
+    RUNNING,
+    WORKFLOW_OWNER,
+    Instance,
+    ScheduleOutcome,
+    ScheduleRequest,
+    Task,
+    TaskKey,
+)
+
+T = TypeVar("T")
+_MAX_TXN_ATTEMPTS = 20
+
+
+class _NoCommit(Exception):
+    """Raised inside a transaction to roll it back on purpose, carrying the value to return."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__("no commit")
+        self.value = value
+
+
+def _key(wf: str) -> TaskKey:
+    return TaskKey(WORKFLOW_OWNER, wf)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+class Store:
+    """The named transactions of the protocol over one backend (SQLite, MySQL or memory).
+
+    Every node of a run shares one `Store` backend (several processes share the database).
+    `lease_ms` and the bump gate are fixed per store, as they are per engine.
+    """
+
+    def __init__(self, backend: Backend, *, lease_ms: int, bump: bool = True) -> None:
+        self.backend = backend
+        self.lease_ms = lease_ms
+        self.bump = bump
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _txn(self, body: Callable[[Txn], T]) -> T:
+        """Run `body` in a transaction, again on a transient conflict (deadlock, busy)."""
+        for attempt in range(_MAX_TXN_ATTEMPTS):
+            try:
+                with self.backend.transaction() as tx:
+                    return body(tx)
+            except _NoCommit as nc:
+                return nc.value  # type: ignore[no-any-return]
+            except Exception as exc:
+                if not self.backend.is_retryable(exc) or attempt == _MAX_TXN_ATTEMPTS - 1:
+                    raise
+        raise EngineBug("unreachable: transaction retry loop ended")
+
+    def _record(
+        self, tx: Txn, wf: str, wf_seq: int, node: str, now: int, op: str, args: dict[str, Any], outcome: str
+    ) -> None:
+        inst = tx.read_instance(wf)
+        task = tx.read_task(_key(wf))
+        state = {
+            "instance": inst.trace_state() if inst else None,
+            "task": task.trace_state() if task else None,
+        }
+        tx.record_event(
+            {
+                "wf": wf,
+                "wf_seq": wf_seq,
+                "node": node,
+                "op": op,
+                "now": now,
+                "args": _json(args),
+                "outcome": outcome,
+                "state": _json(state),
+            }
+        )
+
+    @staticmethod
+    def _must(changed: int, what: str) -> None:
+        # Under the workflow lock a guarded write cannot miss; if it does, the lock is broken.
+        if changed != 1:
+            raise EngineBug(f"{what} changed {changed} rows while holding the workflow lock")
+
+    # -- start and signal ------------------------------------------------------------------
+
+    def create_instance(self, node: str, now: int, wf: str, workflow: str, state: str) -> tuple[str, Instance]:
+        """Start, write 1: insert the instance RUNNING at version 1 unless it exists."""
+
+        def body(tx: Txn) -> tuple[str, Instance]:
+            n = tx.lock_workflow(wf)
+            inst = tx.read_instance(wf)
+            if inst is not None:
+                outcome = "exists"
+            else:
+                inst = Instance(wf=wf, workflow=workflow, status=RUNNING, version=1, state=state)
+                tx.insert_instance(inst)
+                outcome = "created"
+            self._record(tx, wf, n, node, now, "create_instance", {"workflow": workflow}, outcome)
+            return outcome, inst
+
+        return self._txn(body)
+
+    def update_instance(
+        self, node: str, now: int, wf: str, expected_version: int, state: str
+    ) -> tuple[str, Instance | None]:
+        """Signal, write 1: the versioned update of the instance's state."""
+
+        def body(tx: Txn) -> tuple[str, Instance | None]:
+            n = tx.lock_workflow(wf)
+            inst = tx.read_instance(wf)
+            if inst is None:
+                raise _NoCommit(("missing", None))
+            outcome = decide.decide_update_instance(inst, expected_version)
+            if outcome == "updated":
+                inst = inst.with_(state=state, version=inst.version + 1)
+                self._must(tx.update_instance(inst, expected_version), "update_instance")
+            self._record(tx, wf, n, node, now, "update_instance", {"version": expected_version}, outcome)
+            return outcome, inst
+
+        return self._txn(body)
+
+    # -- the scheduler ---------------------------------------------------------------------
+
+    def schedule(
+        self,
+        node: str,
+        now: int,
+        request: ScheduleRequest,
+        *,
+        in_memory: bool = False,
+        honour_check: bool = True,
+    ) -> ScheduleOutcome:
+        """`schedule_with_outcome`: read the row, then insert / honour / bump / overwrite.
+
+        With `in_memory`, this is the execution queue's backstop write (op
+        `schedule_in_memory`) and the outcome also says whether a copy may be queued.
+        """
+        wf = request.task_id
+
+        def body(tx: Txn) -> ScheduleOutcome:
+            n = tx.lock_workflow(wf)
+            row = tx.read_task(request.key)
+            d = decide.decide_schedule(row, request, now, self.lease_ms, bump=self.bump)
+            if d.outcome == "inserted":
+                assert d.write is not None
+                tx.insert_task(d.write)
+            elif d.write is not None:
+                assert row is not None
+                self._must(tx.update_task(d.write, row.version), "schedule")
+            task = d.write or row
+            assert task is not None
+            args: dict[str, Any] = {"run_after": request.run_after, "honour_leases": request.honour_leases}
+            queued = False
+            if in_memory:
+                queued = decide.decide_queue_copy(d.outcome, honour_check=honour_check)
+                args["queued"] = queued
+            op = "schedule_in_memory" if in_memory else "schedule"
+            self._record(tx, wf, n, node, now, op, args, d.outcome)
+            return ScheduleOutcome(task=task, outcome=d.outcome, queued=queued)
+
+        return self._txn(body)
+
+    def fetch(self, node: str, now: int, seen: Task) -> Task | None:
+        """Lease one due row seen by `due_tasks`; `None` (no step) when another node won."""
+        wf = seen.task_id
+
+        def body(tx: Txn) -> Task | None:
+            n = tx.lock_workflow(wf)
+            row = tx.read_task(seen.key)
+            leased = decide.decide_fetch(row, seen.version, now, self.lease_ms)
+            if leased is None:
+                raise _NoCommit(None)
+            self._must(tx.update_task(leased, seen.version), "fetch")
+            self._record(tx, wf, n, node, now, "fetch", {"task_version": seen.version}, "leased")
+            return leased
+
+        return self._txn(body)
+
+    def due_tasks(self, now: int, limit: int) -> list[Task]:
+        """Rows a fetch may lease at `now` (a plain read, not a step)."""
+        return self.backend.due_tasks(now, limit)
+
+    def renew(self, node: str, now: int, key: TaskKey, version: int) -> tuple[str, Task | None]:
+        """`renew_lease`: `run_after = now + lease`, version+1, if the row still has `version`.
+
+        Returns the outcome and the row after the transaction (on a conflict, the row as it is).
+        """
+        wf = key.task_id
+
+        def body(tx: Txn) -> tuple[str, Task | None]:
+            n = tx.lock_workflow(wf)
+            row = tx.read_task(key)
+            new = decide.decide_renew(row, version, now, self.lease_ms)
+            if new is not None:
+                self._must(tx.update_task(new, version), "renew")
+                outcome, after = "renewed", new
+            else:
+                outcome, after = "conflict", row
+            self._record(tx, wf, n, node, now, "renew", {"task_version": version}, outcome)
+            return outcome, after
+
+        return self._txn(body)
+
+    def remove(
+        self, node: str, now: int, key: TaskKey, version: int, held_run_after: int
+    ) -> tuple[str, Task | None]:
+        """Finish: `DELETE ... WHERE version = v`; on a miss, say why (`gone`, `rerun`, `lost`)."""
+        wf = key.task_id
+
+        def body(tx: Txn) -> tuple[str, Task | None]:
+            n = tx.lock_workflow(wf)
+            if tx.delete_task(key, version) == 1:
+                outcome, row = "removed", None
+            else:
+                row = tx.read_task(key)
+                outcome = decide.classify_failed_remove(row, held_run_after)
+            self._record(tx, wf, n, node, now, "remove", {"task_version": version}, outcome)
+            return outcome, row
+
+        return self._txn(body)
+
+    def reschedule_retry(
+        self, node: str, now: int, key: TaskKey, version: int, run_after: int
+    ) -> tuple[str, Task | None]:
+        """Finish after a failed run: PENDING at a later `run_after`, version+1."""
+        wf = key.task_id
+
+        def body(tx: Txn) -> tuple[str, Task | None]:
+            n = tx.lock_workflow(wf)
+            row = tx.read_task(key)
+            new = decide.decide_retry(row, version, run_after)
+            if new is not None:
+                self._must(tx.update_task(new, version), "reschedule_retry")
+                outcome, after = "rescheduled", new
+            else:
+                outcome, after = "conflict", row
+            args = {"task_version": version, "run_after": run_after}
+            self._record(tx, wf, n, node, now, "reschedule_retry", args, outcome)
+            return outcome, after
+
+        return self._txn(body)
+
+    def mark_failed(self, node: str, now: int, key: TaskKey, version: int) -> tuple[str, Task | None]:
+        """Past `max_retries`: the row becomes FAILED (dead letter) and so does the instance."""
+        wf = key.task_id
+
+        def body(tx: Txn) -> tuple[str, Task | None]:
+            n = tx.lock_workflow(wf)
+            row = tx.read_task(key)
+            new = decide.decide_mark_failed(row, version)
+            if new is not None:
+                self._must(tx.update_task(new, version), "mark_failed")
+                inst = tx.read_instance(wf)
+                if inst is not None and not inst.terminal:
+                    failed = inst.with_(status=FAILED, version=inst.version + 1)
+                    self._must(tx.update_instance(failed, inst.version), "mark_failed instance")
+                outcome, after = "failed", new
+            else:
+                outcome, after = "conflict", row
+            self._record(tx, wf, n, node, now, "mark_failed", {"task_version": version}, outcome)
+            return outcome, after
+
+        return self._txn(body)
+
+    # -- runs ------------------------------------------------------------------------------
+
+    def run_start(self, node: str, now: int, wf: str, source: str, task_version: int) -> Instance | None:
+        """A handler run begins: read the instance it will run on."""
+
+        def body(tx: Txn) -> Instance | None:
+            n = tx.lock_workflow(wf)
+            inst = tx.read_instance(wf)
+            args = {"source": source, "task_version": task_version}
+            self._record(tx, wf, n, node, now, "run_start", args, "started")
+            return inst
+
+        return self._txn(body)
+
+    def run_end(
+        self,
+        node: str,
+        now: int,
+        wf: str,
+        expected_version: int,
+        result: str,
+        state: str,
+        value: str | None,
+    ) -> str:
+        """A handler run ends: the versioned write of the instance (`saved` or `conflict`).
+
+        `result` is `completed` (the instance becomes COMPLETED with `value`), `waiting` (it
+        stays RUNNING with the new `state`) or `failed` (the state is kept; a retry follows).
+        """
+
+        def body(tx: Txn) -> str:
+            n = tx.lock_workflow(wf)
+            inst = tx.read_instance(wf)
+            if inst is None or inst.version != expected_version:
+                outcome = "conflict"
+            else:
+                if inst.terminal:
+                    new = inst.with_(version=inst.version + 1)  # a stale rerun leaves it as it is
+                elif result == "completed":
+                    new = inst.with_(status="COMPLETED", state=state, result=value, version=inst.version + 1)
+                elif result == "waiting":
+                    new = inst.with_(state=state, version=inst.version + 1)
+                else:
+                    new = inst.with_(version=inst.version + 1)
+                self._must(tx.update_instance(new, expected_version), "run_end")
+                outcome = "saved"
+            self._record(tx, wf, n, node, now, "run_end", {"result": result}, outcome)
+            return outcome
+
+        return self._txn(body)
+
+    # -- reads (not steps) -----------------------------------------------------------------
+
+    def get_task(self, key: TaskKey) -> Task | None:
+        """The task row as it is now."""
+        return self.backend.read_task(key)
+
+    def get_instance(self, wf: str) -> Instance | None:
+        """The workflow instance as it is now."""
+        return self.backend.read_instance(wf)
