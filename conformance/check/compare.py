@@ -1,0 +1,60 @@
+"""Does a verdict match what a model file expects? Pure.
+
+A mismatch is any difference that a CI job must not let through: another verdict kind, another
+violated property (a calibration model failing for the wrong reason), another counterexample
+length when one is pinned, another distinct-state count when one is pinned and the search
+was complete. An error or a timeout never matches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conformance.models.model import Expect, Model
+from conformance.output.verdict import Kind, Verdict
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A model, the verdict it gave, and why it does not match (empty: it passes)."""
+
+    model: Model
+    verdict: Verdict
+    mismatches: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        """True when the verdict is exactly what the model file expects."""
+        return not self.mismatches
+
+
+def actual_label(v: Verdict) -> str:
+    """The verdict in the same words as `Expect.describe`: ok, deadlock, violated X, error, timeout."""
+    if v.kind is Kind.VIOLATED:
+        return f"violated {v.property or '(unnamed)'}"
+    if v.kind is Kind.ERROR:
+        return f"error ({v.error_kind.value})" if v.error_kind else "error"
+    return v.kind.value
+
+
+def mismatches(expect: Expect, v: Verdict) -> tuple[str, ...]:
+    """Every way `v` differs from `expect`; empty when it matches."""
+    if v.kind in (Kind.ERROR, Kind.TIMEOUT):
+        return (f"expected {expect.describe()}, got {v.summary()}",)
+    if v.kind.value != expect.verdict:
+        return (f"expected {expect.describe()}, got {v.summary()}",)
+    found: list[str] = []
+    if expect.verdict == "violated" and v.property != expect.property:
+        found.append(f"expected {expect.property} to be violated, but {v.property or 'an unnamed property'} was")
+    if expect.length is not None:
+        got = len(v.counterexample) if v.counterexample else None
+        if got != expect.length:
+            found.append(f"expected a counterexample of {expect.length} states, got {got}")
+    if expect.distinct_states is not None and v.kind is Kind.OK and v.stats.distinct_states != expect.distinct_states:
+        found.append(f"expected {expect.distinct_states:,} distinct states, got {v.stats.distinct_states or 0:,}")
+    return tuple(found)
+
+
+def outcome(model: Model, v: Verdict) -> Outcome:
+    """Compare `model`'s expectation with `v`."""
+    return Outcome(model, v, mismatches(model.expect, v))

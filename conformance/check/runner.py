@@ -1,0 +1,117 @@
+"""Checking one model with TLC: render it, run it in a fresh directory, read the verdict.
+
+Each run gets its own directory (the spec files, the rendered cfg, its own `-metadir`), so that
+concurrent runs never collide. When a temporal property is violated in a run that checked
+several, TLC 2.15 does not say which: the runner checks them again one at a time to name it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance.models.model import Model
+from conformance.models.render import Rendered, render_model
+from conformance.output.messages import parse_messages
+from conformance.output.verdict import Kind, PropertyKind, Verdict, verdict_from_output
+from conformance.tlc.command import TlcInvocation, tlc_command
+from conformance.tlc.locate import find_jar, find_java
+from conformance.tlc.process import RawRun, run_tlc
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Tlc:
+    """Where Java and TLC are, found once per command."""
+
+    java: Path
+    jar: Path
+
+    @classmethod
+    def locate(cls) -> "Tlc":
+        """Find Java and the jar (see `conformance.tlc.locate`), or raise with what to install."""
+        return cls(find_java(), find_jar())
+
+
+def default_workers() -> int:
+    """All the cores this process may use."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def prepare(model: Model, rendered: Rendered, run_dir: Path) -> None:
+    """Write into `run_dir` every .tla file beside the model's module, the wrapper, and the cfg."""
+    for spec in model.module_path.parent.glob("*.tla"):
+        shutil.copy2(spec, run_dir / spec.name)
+    for name, text in rendered.extra_modules.items():
+        (run_dir / name).write_text(text, encoding="utf-8")
+    (run_dir / rendered.cfg_name).write_text(rendered.cfg, encoding="utf-8")
+
+
+def invocation(model: Model, rendered: Rendered, tlc: Tlc, workers: int) -> TlcInvocation:
+    """The TLC invocation for a rendered model (paths relative to its run directory)."""
+    return TlcInvocation(
+        java=tlc.java, jar=tlc.jar, module_file=f"{rendered.main}.tla", cfg_file=rendered.cfg_name,
+        workers=workers, metadir="states", check_deadlock=model.check_deadlock,
+    )
+
+
+def run_once(
+    model: Model,
+    tlc: Tlc,
+    workers: int,
+    properties: tuple[str, ...] | None = None,
+    on_line: Callable[[str], None] | None = None,
+    keep_dir: Path | None = None,
+) -> tuple[Verdict, RawRun]:
+    """One TLC run of `model` (checking `properties`, default all); returns its verdict and output."""
+    rendered = render_model(model, properties)
+    with tempfile.TemporaryDirectory(prefix=f"leaseproof-{model.name}-") as tmp:
+        run_dir = Path(tmp)
+        prepare(model, rendered, run_dir)
+        cmd = tlc_command(invocation(model, rendered, tlc, workers))
+        log.info("running %s", " ".join(cmd))
+        raw = run_tlc(cmd, run_dir, model.timeout, on_line)
+        if keep_dir is not None:
+            keep_dir.mkdir(parents=True, exist_ok=True)
+            (keep_dir / f"{model.name}.out").write_text(raw.output, encoding="utf-8")
+            (keep_dir / rendered.cfg_name).write_text(rendered.cfg, encoding="utf-8")
+    verdict = verdict_from_output(parse_messages(raw.output), exit_code=raw.exit_code, seconds=raw.seconds, timed_out=raw.timed_out)
+    return verdict, raw
+
+
+def check_model(
+    model: Model,
+    tlc: Tlc,
+    workers: int | None = None,
+    on_line: Callable[[str], None] | None = None,
+    keep_dir: Path | None = None,
+) -> Verdict:
+    """Check `model` and return its verdict, naming a violated temporal property."""
+    n = model.workers or workers or default_workers()
+    verdict, _ = run_once(model, tlc, n, on_line=on_line, keep_dir=keep_dir)
+    if verdict.kind is Kind.VIOLATED and verdict.property_kind is PropertyKind.TEMPORAL:
+        if len(model.properties) == 1:
+            return dataclasses.replace(verdict, property=model.properties[0])
+        return _name_temporal(model, tlc, n, verdict)
+    return verdict
+
+
+def _name_temporal(model: Model, tlc: Tlc, workers: int, first: Verdict) -> Verdict:
+    """Re-check the temporal properties one at a time; the first that fails names the verdict."""
+    seconds = first.stats.seconds
+    for prop in model.properties:
+        alone = dataclasses.replace(model, invariants=())
+        v, _ = run_once(alone, tlc, workers, properties=(prop,))
+        seconds += v.stats.seconds
+        if v.kind is Kind.VIOLATED and v.property_kind is PropertyKind.TEMPORAL:
+            log.info("%s: temporal property %s is the one violated", model.name, prop)
+            return dataclasses.replace(v, property=prop, stats=dataclasses.replace(first.stats, seconds=seconds))
+    names = ", ".join(model.properties)
+    return dataclasses.replace(first, property=f"one of {names}", message="each property held when checked alone")

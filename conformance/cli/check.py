@@ -1,0 +1,103 @@
+"""`leaseproof check [MODEL...]`: model-check the models and compare with their expected verdicts.
+
+Exit status: 0 when every model gave its expected verdict, 1 when any did not (a mismatch, an
+error, a timeout), 2 for a usage error (unknown model, invalid model file, no Java or TLC).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from conformance.check.compare import Outcome
+from conformance.check.runner import Tlc, default_workers, invocation
+from conformance.check.suite import run_suite
+from conformance.errors import LeaseproofError
+from conformance.models.discover import select
+from conformance.models.model import Model, load_model
+from conformance.models.render import render_model
+from conformance.report.json_report import outcomes_json
+from conformance.report.junit import junit_xml
+from conformance.report.table import print_report
+from conformance.tlc.command import shell_line, tlc_command
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the `check` command."""
+    p = sub.add_parser("check", help="model-check the models and compare with their expected verdicts",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("models", nargs="*", metavar="MODEL", help="model names, system dirs or model files (default: all)")
+    p.add_argument("--root", type=Path, default=Path("."), help="the project directory holding models/ and tla/ (default: .)")
+    p.add_argument("--quick", action="store_true", help="only the models marked quick: true")
+    p.add_argument("--json", action="store_true", help="print the outcomes as JSON instead of a table")
+    p.add_argument("--junit", type=Path, metavar="FILE", help="also write the outcomes as JUnit XML to FILE")
+    p.add_argument("-j", "--jobs", type=int, default=None, help="models checked at once (default: 1 per 2 cores, at least 1)")
+    p.add_argument("-w", "--workers", type=int, default=None, help="TLC workers per model (default: cores / jobs)")
+    p.add_argument("--keep", type=Path, metavar="DIR", help="keep each model's cfg and raw TLC output in DIR")
+    p.add_argument("-n", "--dry-run", action="store_true", help="print the TLC command lines and cfgs, run nothing")
+    p.set_defaults(func=run)
+
+
+def load_selected(root: Path, names: list[str], quick: bool) -> list[Model]:
+    """The models named (or all), loaded and checked; only the quick ones with `quick`."""
+    models_dir = root / "models"
+    if not models_dir.is_dir():
+        raise LeaseproofError(f"no models/ directory in {root.resolve()}: run from the project directory or pass --root")
+    tla_dirs = (root / "tla",)
+    models = [load_model(p, tla_dirs) for p in select(models_dir, names)]
+    if quick:
+        models = [m for m in models if m.quick]
+    if not models:
+        raise LeaseproofError("no models to check" + (" (none is marked quick: true)" if quick else ""))
+    return models
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run `leaseproof check`."""
+    models = load_selected(args.root, args.models, args.quick)
+    tlc = Tlc.locate()
+    jobs = args.jobs or max(1, default_workers() // 2)
+    if args.dry_run:
+        workers = args.workers or max(1, default_workers() // jobs)
+        for m in models:
+            rendered = render_model(m)
+            print(f"# {m.name} ({m.path}): in a fresh directory holding {m.module_path.parent}/*.tla and {rendered.cfg_name}")
+            print(rendered.cfg.rstrip())
+            print(shell_line(tlc_command(invocation(m, rendered, tlc, m.workers or workers))))
+        return 0
+
+    console = Console(stderr=args.json)
+    if not console.is_terminal:
+        console = Console(stderr=args.json, width=max(console.width, 140))
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=console, transient=True, disable=not console.is_terminal) as progress:
+        task = progress.add_task(f"checking {len(models)} models", total=len(models))
+        running: set[str] = set()
+
+        def started(m: Model) -> None:
+            running.add(m.name)
+            progress.update(task, description=f"checking {', '.join(sorted(running))}")
+
+        def done(o: Outcome) -> None:
+            running.discard(o.model.name)
+            progress.advance(task)
+            if not console.is_terminal and not args.json:  # a CI log: one line per model as it ends
+                mark = "PASS" if o.passed else "FAIL"
+                print(f"{mark} {o.model.name}: {o.verdict.summary()} ({o.verdict.stats.seconds:.1f} s)", flush=True)
+
+        outcomes = run_suite(models, tlc, jobs=jobs, workers=args.workers, on_start=started, on_done=done, keep_dir=args.keep)
+
+    if args.junit:
+        args.junit.parent.mkdir(parents=True, exist_ok=True)
+        args.junit.write_text(junit_xml(outcomes), encoding="utf-8")
+    if args.json:
+        json.dump(outcomes_json(outcomes), sys.stdout, indent=2)
+        print()
+    else:
+        print_report(console, outcomes)
+    return 0 if all(o.passed for o in outcomes) else 1

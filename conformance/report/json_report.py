@@ -1,0 +1,66 @@
+"""Outcomes as JSON: one object per model, with the counterexample's states as data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.check.compare import Outcome, actual_label
+from conformance.output.counterexample import Counterexample
+from conformance.output.values import to_json
+from conformance.output.verdict import Verdict
+
+
+def counterexample_json(cx: Counterexample | None) -> dict[str, Any] | None:
+    """A counterexample as JSON: states with action, location and variables; how it ends."""
+    if cx is None:
+        return None
+    return {
+        "states": [
+            {
+                "index": s.index,
+                "action": s.action,
+                "location": str(s.location) if s.location else None,
+                "variables": {k: to_json(v) for k, v in s.variables.items()},
+            }
+            for s in cx.states
+        ],
+        "back_to": cx.back_to,
+        "stutters": cx.stutters,
+    }
+
+
+def verdict_json(v: Verdict) -> dict[str, Any]:
+    """Every field of a verdict as JSON."""
+    return {
+        "kind": v.kind.value,
+        "property": v.property,
+        "property_kind": v.property_kind.value if v.property_kind else None,
+        "error_kind": v.error_kind.value if v.error_kind else None,
+        "message": v.message,
+        "distinct_states": v.stats.distinct_states,
+        "states_generated": v.stats.states_generated,
+        "depth": v.stats.depth,
+        "seconds": round(v.stats.seconds, 3),
+        "tlc_version": v.tlc_version,
+        "exit_code": v.exit_code,
+        "counterexample": counterexample_json(v.counterexample),
+    }
+
+
+def outcomes_json(outcomes: list[Outcome]) -> dict[str, Any]:
+    """The whole run: one entry per model and the totals."""
+    return {
+        "passed": all(o.passed for o in outcomes),
+        "models": [
+            {
+                "name": o.model.name,
+                "file": str(o.model.path),
+                "expected": o.model.expect.describe(),
+                "actual": actual_label(o.verdict),
+                "result": "PASS" if o.passed else "FAIL",
+                "mismatches": list(o.mismatches),
+                "verdict": verdict_json(o.verdict),
+            }
+            for o in outcomes
+        ],
+    }

@@ -1,0 +1,69 @@
+"""Outcomes as a terminal table (rich): one row per model, then the details of each failure."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from conformance.check.compare import Outcome, actual_label
+from conformance.output.counterexample import Counterexample
+from conformance.output.values import format_value
+
+
+def _num(n: int | None) -> str:
+    return "-" if n is None else f"{n:,}"
+
+
+def outcomes_table(outcomes: list[Outcome]) -> Table:
+    """The summary table: model, expected, actual, distinct states, depth, seconds, result."""
+    table = Table(title="leaseproof check", header_style="bold")
+    for col, justify in (("model", "left"), ("expected", "left"), ("actual", "left"), ("distinct", "right"),
+                         ("depth", "right"), ("length", "right"), ("seconds", "right"), ("result", "center")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for o in outcomes:
+        v = o.verdict
+        length = str(len(v.counterexample)) if v.counterexample else "-"
+        result = "[green]PASS[/]" if o.passed else "[bold red]FAIL[/]"
+        table.add_row(o.model.name, o.model.expect.describe(), actual_label(v), _num(v.stats.distinct_states),
+                      _num(v.stats.depth), length, f"{v.stats.seconds:.1f}", result)
+    return table
+
+
+def counterexample_lines(cx: Counterexample, max_width: int = 160) -> list[str]:
+    """A counterexample as text: each state's action, then only the variables that changed."""
+    lines: list[str] = []
+    previous: dict[str, object] = {}
+    for s in cx.states:
+        where = f" ({s.location})" if s.location else ""
+        lines.append(f"  {s.index}: {s.action}{where}")
+        for name, value in s.variables.items():
+            if name not in previous or previous[name] != value:
+                text = format_value(value)
+                if len(text) > max_width:
+                    text = text[: max_width - 3] + "..."
+                lines.append(f"       {name} = {text}")
+        previous = s.variables
+    if cx.back_to is not None:
+        lines.append(f"  back to state {cx.back_to} (a loop)")
+    if cx.stutters:
+        lines.append("  then stutters forever")
+    return lines
+
+
+def print_report(console: Console, outcomes: list[Outcome], show_counterexamples: bool = True) -> None:
+    """The table, then for every failing model why it failed (and its counterexample)."""
+    console.print(outcomes_table(outcomes))
+    for o in outcomes:
+        if o.passed:
+            continue
+        console.print(f"[bold red]FAIL[/] {o.model.name} ({o.model.path})")
+        for m in o.mismatches:
+            console.print(f"  - {m}", markup=False, highlight=False)
+        if o.verdict.message:
+            console.print("  TLC said: " + o.verdict.message.strip().replace("\n", "\n    "), markup=False, highlight=False)
+        if show_counterexamples and o.verdict.counterexample:
+            for line in counterexample_lines(o.verdict.counterexample):
+                console.print(line, markup=False, highlight=False)
+    passed = sum(o.passed for o in outcomes)
+    colour = "green" if passed == len(outcomes) else "red"
+    console.print(f"[{colour}]{passed} of {len(outcomes)} models gave their expected verdict[/]")
