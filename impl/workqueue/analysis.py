@@ -1,0 +1,88 @@
+"""What a trace says about a run: overlapping invocations (must be 0), reclaims, commands done,
+external calls per command. Pure functions of the recorded events (server commit order)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+TERMINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
+
+
+def duplicate_invocations(events: Iterable[Mapping[str, Any]], dead_nodes: Iterable[str] = ()) -> int:
+    """How many `invoke_start started` events began while another invocation of the same entry
+    was still running (on any live node). A dead node's invocations end with it."""
+    dead = set(dead_nodes)
+    running: Counter[str] = Counter()
+    by_node: Counter[tuple[str, str]] = Counter()
+    dups = 0
+    for ev in events:
+        op, entry, node = ev.get("op"), ev.get("entry"), ev.get("node")
+        if op == "invoke_start" and ev.get("outcome") == "started":
+            if node in dead:
+                continue
+            if running[entry] > 0:
+                dups += 1
+            running[entry] += 1
+            by_node[(entry, node)] += 1
+        elif op == "invoke_end" and by_node[(entry, node)] > 0:
+            running[entry] -= 1
+            by_node[(entry, node)] -= 1
+    return dups
+
+
+def max_concurrent_per_node(events: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """The most invocations each node had running at once (to compare with `concurrency`)."""
+    now: Counter[str] = Counter()
+    peak: Counter[str] = Counter()
+    for ev in events:
+        if ev.get("op") == "invoke_start" and ev.get("outcome") == "started":
+            now[ev["node"]] += 1
+            peak[ev["node"]] = max(peak[ev["node"]], now[ev["node"]])
+        elif ev.get("op") == "invoke_end":
+            now[ev["node"]] -= 1
+    return dict(peak)
+
+
+def terminal_changes(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Commands whose status changed after it was terminal (must be empty)."""
+    seen: dict[str, str] = {}
+    bad: list[str] = []
+    for ev in events:
+        cmd = ev.get("cmd")
+        command = (ev.get("state") or {}).get("command")
+        if cmd is None or not isinstance(command, dict):
+            continue
+        status = command.get("status")
+        prev = seen.get(cmd)
+        if prev in TERMINAL and status != prev and cmd not in bad:
+            bad.append(cmd)
+        seen[cmd] = status
+    return bad
+
+
+def summary(events: list[Mapping[str, Any]], statuses: Mapping[str, str] | None = None,
+            external_calls: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """The run's figures: ops by name, reclaims, duplicate invocations, commands by status,
+    external calls per command (min / max / mean)."""
+    ops = Counter(ev["op"] for ev in events)
+    out: dict[str, Any] = {
+        "events": len(events),
+        "offers": ops["offer"],
+        "acks": sum(1 for ev in events if ev["op"] == "ack" and ev["outcome"] == "acked"),
+        "reclaims": ops["reclaim"],
+        "invocations": sum(1 for ev in events if ev["op"] == "invoke_start" and ev["outcome"] == "started"),
+        "duplicates_dropped": sum(1 for ev in events if ev["op"] == "invoke_start" and ev["outcome"] == "duplicate_dropped"),
+        "rejected": sum(1 for ev in events if ev["op"] == "invoke_start" and ev["outcome"] == "rejected"),
+        "duplicate_invocations": duplicate_invocations(events),
+        "terminal_changes": len(terminal_changes(events)),
+    }
+    if statuses is not None:
+        out["commands"] = dict(sorted(Counter(statuses.values()).items()))
+        out["commands_done"] = sum(1 for s in statuses.values() if s in TERMINAL)
+    if external_calls:
+        calls = list(external_calls.values())
+        out["external_calls"] = {"total": sum(calls), "min": min(calls), "max": max(calls),
+                                 "mean": round(sum(calls) / len(calls), 3)}
+    return out

@@ -1,0 +1,162 @@
+"""The command layer on the work queue: state records, idempotent submission, the attempt guard,
+`put_if_owner`, SUBMITTING before the external call, cancellation.
+
+A command's delivery runs `CommandProcessor.steps`, a generator that yields after each store
+step: the real consumer drives it to the end in one handler call, the simulation one step at a
+time, so a scheduler can interleave two deliveries between any two steps.
+
+    delivery: terminal? ack | guard_take (busy: not done)
+              PENDING -> put SUBMITTING -> external_call(key = cmd id) -> put PROCESSING | terminal
+              SUBMITTING (a crashed attempt) -> external_call again, same key
+              PROCESSING -> check the external system -> put terminal | not done
+              guard_release
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Generator
+from typing import Protocol
+
+from impl.clock import Clock
+from impl.workqueue.command_store import TERMINAL, CommandStore
+from impl.workqueue.config import Gates, Settings
+from impl.workqueue.core import Invocation
+from impl.workqueue.errors import UnknownCommand
+from impl.workqueue.store import QueueStore
+
+ANSWERS = ("succeeded", "failed", "processing")
+
+
+class CommandApp(Protocol):
+    """The application's side of a command: the external system it calls."""
+
+    def call(self, cmd: str, payload: str) -> str:
+        """Call the external system with idempotency key `cmd`; answer `succeeded`, `failed` or
+        `processing` (it may also raise, or take longer than the visibility timeout)."""
+        ...
+
+    def check(self, cmd: str, payload: str) -> str:
+        """Ask the external system how command `cmd` is doing (same answers as `call`)."""
+        ...
+
+
+def counter_ids(prefix: str) -> Callable[[], str]:
+    """Attempt ids `<prefix>-1`, `<prefix>-2`, ...: unique per node, deterministic in simulation."""
+    it = itertools.count(1)
+    return lambda: f"{prefix}-{next(it)}"
+
+
+class CommandClient:
+    """Submitting and cancelling commands from node `node`."""
+
+    def __init__(self, queue: QueueStore, store: CommandStore, node: str, clock: Clock,
+                 settings: Settings, gates: Gates, attempt_ids: Callable[[], str] | None = None) -> None:
+        self.queue, self.store, self.node, self.clock = queue, store, node, clock
+        self.settings, self.gates = settings, gates
+        self.attempt_ids = attempt_ids or counter_ids(f"{node}-cancel")
+
+    def submit(self, cmd: str, payload: str = "") -> bool:
+        """Submit command `cmd` (its id is the idempotency key). Creates its state PENDING if
+        absent and always offers a message, so resubmitting the same id repairs a crash between
+        the state write and the offer. Returns whether the state was created now."""
+        created = self.store.submit_state(self.node, self.clock.now_ms(), cmd, self.settings.state_ttl_ms)
+        if created or self.gates.submit_always_offers:
+            self.queue.offer(self.node, self.clock.now_ms(), payload, cmd=cmd)
+        return created
+
+    def cancel(self, cmd: str) -> str:
+        """Cancel `cmd`: `cancelled`, `busy` (a handler holds its guard: try again later) or
+        `terminal` (already finished). Raises `UnknownCommand` for an id with no record."""
+        outcome = self.store.cancel(self.node, self.clock.now_ms(), cmd, self.attempt_ids(),
+                                    self.settings.guard_ttl_ms, self.settings.state_ttl_ms,
+                                    take_guard=self.gates.cancel_takes_guard)
+        if outcome == "missing":
+            raise UnknownCommand(f"command {cmd!r} has no state record (never submitted, or its TTL ran out)")
+        return outcome
+
+    def status(self, cmd: str) -> str | None:
+        """The command's status, or None."""
+        return self.store.status(cmd)
+
+
+class CommandProcessor:
+    """Handles command deliveries for node `node` (the queue consumer's handler)."""
+
+    def __init__(self, store: CommandStore, node: str, clock: Clock, settings: Settings, gates: Gates,
+                 app: CommandApp, attempt_ids: Callable[[], str] | None = None) -> None:
+        self.store, self.node, self.clock = store, node, clock
+        self.settings, self.gates, self.app = settings, gates, app
+        self.attempt_ids = attempt_ids or counter_ids(node)
+        # Test hook: runs between the check and the write of the unguarded check-then-write.
+        self.between_check_and_write: Callable[[], None] | None = None
+
+    def handle(self, inv: Invocation) -> bool:
+        """Run one delivery to the end; True when its entry may be acked."""
+        gen = self.steps(inv)
+        try:
+            while True:
+                next(gen)
+        except StopIteration as stop:
+            return bool(stop.value)
+
+    def _put(self, cmd: str, attempt: str, status: str) -> Generator[None, None, bool]:
+        now = self.clock.now_ms
+        if self.gates.atomic_put_if_owner:
+            return self.store.put_if_owner(self.node, now(), cmd, attempt, status, self.settings.state_ttl_ms,
+                                           checked=self.gates.attempt_guard)
+        # Unguarded calibration: read the owner, then write; the guard can change hands between.
+        owner = self.store.guard_owner(cmd)
+        yield
+        if self.between_check_and_write is not None:
+            self.between_check_and_write()
+        if self.gates.attempt_guard and owner != attempt:
+            return False
+        return self.store.put_if_owner(self.node, now(), cmd, attempt, status, self.settings.state_ttl_ms, checked=False)
+
+    def steps(self, inv: Invocation) -> Generator[None, None, bool]:
+        """One delivery of command `inv.cmd`, yielding after each store step; returns True when
+        the entry can be acked (the command is terminal, or has no record)."""
+        cmd = inv.cmd
+        if cmd is None:
+            return True  # not a command's message: nothing to do, ack it
+        now = self.clock.now_ms
+        status = self.store.status(cmd)
+        if self.gates.terminal_check and (status is None or status in TERMINAL):
+            return True  # a duplicate delivery of a finished command: only ack
+        attempt = self.attempt_ids()
+        if self.gates.attempt_guard:
+            if not self.store.guard_take(self.node, now(), cmd, attempt, self.settings.guard_ttl_ms):
+                return False  # another delivery is working on it: leave the entry pending
+            inv.on_heartbeat(lambda: self.store.guard_renew(self.node, now(), cmd, attempt, self.settings.guard_ttl_ms) and None)
+            yield
+        try:
+            status = self.store.status(cmd)
+            if self.gates.terminal_check and (status is None or status in TERMINAL):
+                return True
+            if status == "PENDING" or status is None:
+                # SUBMITTING is durable before the external call, so a crash after it is retried.
+                if not (yield from self._put(cmd, attempt, "SUBMITTING")):
+                    return False
+                yield
+                status = "SUBMITTING"
+            if status == "SUBMITTING":
+                self.store.external_call(self.node, now(), cmd, attempt)
+                yield
+                answer = self.app.call(cmd, inv.payload)
+            else:
+                answer = self.app.check(cmd, inv.payload)
+            if answer not in ANSWERS:
+                raise ValueError(f"the command app answered {answer!r}; expected one of {ANSWERS}")
+            if answer == "processing":
+                if status != "PROCESSING":
+                    yield from self._put(cmd, attempt, "PROCESSING")
+                    yield
+                return False
+            ok = yield from self._put(cmd, attempt, "SUCCEEDED" if answer == "succeeded" else "FAILED")
+            yield
+            return bool(ok)
+        finally:
+            inv.renewers.clear()
+            if self.gates.attempt_guard:
+                self.store.guard_release(self.node, now(), cmd, attempt)

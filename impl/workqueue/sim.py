@@ -1,0 +1,257 @@
+"""Deterministic simulation: the real queue and command steps over fakeredis on a virtual clock,
+with a chooser (a seeded `random.Random`, or Hypothesis) picking which node takes the next step.
+
+Each step is one of: a producer offers (or submits) the next message; a node polls; a node
+advances one running handler by one store step; a node heartbeats; the clock ticks; a node
+crashes. Time only moves by ticks, and a tick never passes a live node's heartbeat deadline
+(a node is never paused past a VT/3 renewal: the fairness assumption `NoLongPauses`); with the
+`heartbeat` or `renew_past_max_processing` gate off, entries lapse under running handlers.
+The same config and the same choices give byte-identical traces.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from impl.clock import VirtualClock
+from impl.workqueue import analysis, recording
+from impl.workqueue.command_store import TERMINAL, CommandStore
+from impl.workqueue.commands import CommandClient, CommandProcessor, counter_ids
+from impl.workqueue.config import Gates, Settings
+from impl.workqueue.core import Invocation
+from impl.workqueue.errors import StoreFault
+from impl.workqueue.node import QueueNode
+from impl.workqueue.sim_redis import fake_client, virtual_time
+from impl.workqueue.store import QueueStore
+
+Chooser = Callable[[int], int]
+START_MS = 1_000_000
+
+SIM_SETTINGS = Settings(visibility_timeout_ms=300, max_processing_ms=400, concurrency=1, fairness_ratio=3,
+                        guard_ttl_ms=300, state_ttl_ms=3_600_000, poll_interval_ms=10, heartbeat_ms=100)
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """What to simulate. `system`: `workqueue` (plain messages) or `command` (commands)."""
+
+    system: str = "workqueue"
+    nodes: tuple[str, ...] = ("n1", "n2")
+    messages: int = 3
+    duplicate_submits: int = 1     # commands submitted twice (two entries, one command)
+    lost_offers: int = 1           # commands whose first offer fails, repaired by resubmission
+    cancels: int = 1               # commands a client tries to cancel
+    crashes: int = 0               # nodes that may crash (at most this many)
+    settings: Settings = SIM_SETTINGS
+    gates: Gates = field(default_factory=Gates)
+    max_steps: int = 600
+    ticks: tuple[int, ...] = (10, 60, 150)
+
+
+class SimApp:
+    """A simulated external system: answers drawn from the simulation's seeded rng."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def call(self, cmd: str, payload: str) -> str:
+        r = self.rng.random()
+        if r < 0.1:
+            raise RuntimeError(f"external system error on {cmd}")
+        return "failed" if r < 0.2 else "processing" if r < 0.4 else "succeeded"
+
+    def check(self, cmd: str, payload: str) -> str:
+        return "processing" if self.rng.random() < 0.3 else "succeeded"
+
+
+def _plain_handler(rng: random.Random) -> Generator[None, None, bool | str]:
+    for _ in range(rng.randrange(0, 4)):
+        yield
+    return rng.choice(["done", "done", "done", "not_done", "threw"])
+
+
+@dataclass
+class _Running:
+    inv: Invocation
+    gen: Generator[None, None, Any]
+
+
+class Simulation:
+    """One simulated run. `run()` returns its summary; `trace_text()` / `write_trace()` its trace."""
+
+    def __init__(self, config: SimConfig, chooser: Chooser, rng: random.Random) -> None:
+        self.config = config
+        self.choose = chooser
+        self.rng = rng
+        self.clock = VirtualClock(START_MS)
+        self.steps_taken = 0
+        self.dead: list[str] = []
+        self._graveyard: list[Any] = []  # a crashed node's handlers: kept, never resumed or closed
+
+    # -- setup --------------------------------------------------------------------------------
+    def _setup(self) -> None:
+        cfg = self.config
+        self.client = fake_client()
+        self.queue = QueueStore(self.client, "sim", explicit_ids=True)
+        self.cstore = CommandStore(self.client, "sim", faults=self.queue.faults)
+        self.nodes = {n: QueueNode(self.queue, n, self.clock, cfg.settings, cfg.gates) for n in cfg.nodes}
+        self.procs = {n: CommandProcessor(self.cstore, n, self.clock, cfg.settings, cfg.gates, SimApp(self.rng),
+                                          counter_ids(f"{n}-a")) for n in cfg.nodes}
+        self.client_api = CommandClient(self.queue, self.cstore, "client", self.clock, cfg.settings, cfg.gates,
+                                        counter_ids("client-c"))
+        self.running: dict[str, list[_Running]] = {n: [] for n in cfg.nodes}
+        self.last_hb = {n: self.clock.now_ms() for n in cfg.nodes}
+        self.plan = self._producer_plan()
+
+    def _producer_plan(self) -> list[tuple[str, str]]:
+        cfg = self.config
+        if cfg.system == "workqueue":
+            return [("offer", f"m{i}") for i in range(cfg.messages)]
+        plan: list[tuple[str, str]] = []
+        cmds = [f"c{i}" for i in range(cfg.messages)]
+        for i, c in enumerate(cmds):
+            plan.append(("submit_lost" if i < cfg.lost_offers else "submit", c))
+        for c in cmds[: cfg.lost_offers]:
+            plan.append(("submit", c))  # the repair: resubmit the same id
+        for c in cmds[cfg.lost_offers: cfg.lost_offers + cfg.duplicate_submits]:
+            plan.append(("submit", c))
+        for c in cmds[-cfg.cancels:] if cfg.cancels else []:
+            plan.append(("cancel", c))
+        return plan
+
+    # -- actions ------------------------------------------------------------------------------
+    def _live(self) -> list[str]:
+        return [n for n in self.config.nodes if n not in self.dead]
+
+    def _tick_room(self) -> int:
+        hb = self.config.settings.heartbeat_interval_ms
+        deadlines = [self.last_hb[n] + hb for n in self._live()]
+        return (min(deadlines) - self.clock.now_ms()) if deadlines else max(self.config.ticks)
+
+    def enabled(self) -> list[tuple[Any, ...]]:
+        """The actions that may run now, in a fixed order (so a chooser's index is stable)."""
+        acts: list[tuple[Any, ...]] = []
+        if self.plan:
+            acts.append(("produce",))
+        for n in self._live():
+            acts.append(("poll", n))
+            for i in range(len(self.running[n])):
+                acts.append(("step", n, i))
+            acts.append(("heartbeat", n))
+        if self._tick_room() > 0:
+            acts.append(("tick",))
+        if len(self.dead) < self.config.crashes and len(self._live()) > 1:
+            acts.append(("crash", self._live()[-1]))
+        return acts
+
+    def _produce(self) -> None:
+        kind, name = self.plan.pop(0)
+        now = self.clock.now_ms()
+        if kind == "offer":
+            self.queue.offer("producer", now, name)
+        elif kind == "cancel":
+            self.client_api.cancel(name)
+        else:
+            if kind == "submit_lost":
+                self.queue.faults.fail("offer", "client")  # the crash between state write and offer
+            try:
+                self.client_api.submit(name, f"payload-{name}")
+            except StoreFault:
+                pass
+
+    def _poll(self, n: str) -> None:
+        node = self.nodes[n]
+        inv = node.poll_and_admit()
+        if inv is None:
+            return
+        node.reserve(inv)
+        node.start(inv)
+        if self.config.system == "command":
+            gen = self.procs[n].steps(inv)
+        else:
+            gen = _plain_handler(self.rng)
+        self.running[n].append(_Running(inv, gen))
+
+    def _step(self, n: str, i: int) -> None:
+        run = self.running[n][i]
+        try:
+            next(run.gen)
+            return
+        except StopIteration as stop:
+            value = stop.value
+            result = value if isinstance(value, str) else ("done" if value else "not_done")
+        except Exception:
+            result = "threw"
+        self.running[n].pop(i)
+        try:
+            self.nodes[n].finish(run.inv, result)
+        except StoreFault:
+            pass
+
+    def _tick(self) -> None:
+        d = self.config.ticks[self.choose(len(self.config.ticks))]
+        self.clock.advance(max(1, min(d, self._tick_room())))
+
+    def _crash(self, n: str) -> None:
+        self.dead.append(n)
+        self._graveyard.extend(self.running[n])
+        self.running[n] = []
+
+    def _finished(self) -> bool:
+        if self.plan or any(self.running[n] for n in self._live()):
+            return False
+        if self.queue.stream_length() > 0:
+            return False
+        return True
+
+    def run(self) -> dict[str, Any]:
+        """Run until every message is acked (or `max_steps`); returns the summary."""
+        with virtual_time(self.clock):
+            self._setup()
+            while self.steps_taken < self.config.max_steps and not self._finished():
+                acts = self.enabled()
+                act = acts[self.choose(len(acts))]
+                self.steps_taken += 1
+                kind = act[0]
+                if kind == "produce":
+                    self._produce()
+                elif kind == "poll":
+                    self._poll(act[1])
+                elif kind == "step":
+                    self._step(act[1], act[2])
+                elif kind == "heartbeat":
+                    self.nodes[act[1]].heartbeat()
+                    self.last_hb[act[1]] = self.clock.now_ms()
+                elif kind == "tick":
+                    self._tick()
+                elif kind == "crash":
+                    self._crash(act[1])
+            self.events = self.queue.events()
+            self.statuses = self.cstore.statuses() if self.config.system == "command" else None
+            self.external = ({c: self.cstore.external_calls(c) for c in self.statuses} if self.statuses else None)
+            self.leftover = self.queue.stream_length()
+        out = analysis.summary(self.events, self.statuses, self.external)
+        out["duplicate_invocations"] = analysis.duplicate_invocations(self.events, self.dead)
+        out["finished"] = self.leftover == 0 and not self.plan
+        out["steps"] = self.steps_taken
+        out["virtual_ms"] = self.clock.now_ms() - START_MS
+        return out
+
+    def write_trace(self, path: Path, run: str | None = None) -> Path:
+        """Write the run's trace (after `run()`)."""
+        cfg = self.config
+        feats = ["crash"] if self.dead else []
+        if cfg.system == "command" and cfg.cancels:
+            feats.append("cancellation")
+        return recording.export(path, self.queue, system=cfg.system, settings=cfg.settings, gates=cfg.gates,
+                                nodes=["producer", "client", *cfg.nodes], run=run, features=feats)
+
+
+def seeded(config: SimConfig, seed: int) -> Simulation:
+    """A simulation whose every choice comes from `random.Random(seed)`."""
+    rng = random.Random(seed)
+    return Simulation(config, lambda n: rng.randrange(n), random.Random(seed + 1_000_003))
