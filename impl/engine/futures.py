@@ -1,0 +1,47 @@
+"""Result futures: how an in-process caller gets a workflow's result from its own copy."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+
+class ResultFuture:
+    """Completed by this node's run of the workflow, or failed (e.g. `ResultUnavailable`).
+
+    Thread-safe; `result` blocks up to a timeout in production, and the simulation only asks
+    `done()` before reading it.
+    """
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._value: Any = None
+        self._exc: BaseException | None = None
+
+    def set_result(self, value: Any) -> None:
+        """Complete with `value` (a second completion is ignored)."""
+        if not self._done.is_set():
+            self._value = value
+            self._done.set()
+
+    def set_exception(self, exc: BaseException) -> None:
+        """Fail with `exc` (ignored if already done)."""
+        if not self._done.is_set():
+            self._exc = exc
+            self._done.set()
+
+    def done(self) -> bool:
+        """Whether it is completed or failed."""
+        return self._done.is_set()
+
+    def exception(self) -> BaseException | None:
+        """The failure, if it failed."""
+        return self._exc
+
+    def result(self, timeout: float | None = None) -> Any:
+        """The value; raises the failure; `TimeoutError` if not done within `timeout` seconds."""
+        if not self._done.wait(timeout):
+            raise TimeoutError("the workflow's result future is not done")
+        if self._exc is not None:
+            raise self._exc
+        return self._value

@@ -1,0 +1,228 @@
+"""One engine node: its scheduler view, execution queue, result futures and public API.
+
+You start and signal workflows through a node, as an in-process caller of the reference
+engine would:
+
+>>> from impl.clock import VirtualClock
+>>> from impl.engine.backend import MemoryBackend
+>>> from impl.engine.effects import drive
+>>> node = Node("n1", Store(MemoryBackend(), lease_ms=1000), VirtualClock())
+>>> handle = drive(node.start("wf1", "approval", {}))
+>>> handle.scheduled.queued_in_memory
+True
+
+Every method that touches the store is a fiber (`effects.py`): drive it at once with
+`effects.drive`, step it in a simulation (`sim.py`), or give it a thread (`threads.py`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from impl.clock import Clock
+from impl.engine import worker
+from impl.engine.effects import Call, Fiber, Sleep
+from impl.engine.errors import ResultTimeout, ResultUnavailable, SignalConflict, UnknownWorkflow
+from impl.engine.futures import ResultFuture
+from impl.engine.model import COMPLETED, FAILED, Gates, Instance, Scheduled, ScheduleRequest, Settings
+from impl.engine.monitor import RunMonitor
+from impl.engine.queue import ExecutionQueue, QueuedTask
+from impl.engine.scheduler import Scheduler
+from impl.engine.store import Store
+from impl.engine.workflows import DEFAULT_REGISTRY, Registry
+
+_SIGNAL_ATTEMPTS = 20
+
+
+class WorkflowFailed(Exception):
+    """The workflow ended FAILED (its task was dead-lettered)."""
+
+
+@dataclass
+class Handle:
+    """What a start gives you: the workflow id, its result future, and what was scheduled."""
+
+    wf: str
+    future: ResultFuture
+    scheduled: Scheduled | None
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+class Node:
+    """A node of the engine (one process, or one object in a simulation)."""
+
+    def __init__(
+        self,
+        name: str,
+        store: Store,
+        clock: Clock,
+        *,
+        gates: Gates | None = None,
+        settings: Settings | None = None,
+        workflows: Registry = DEFAULT_REGISTRY,
+        monitor: RunMonitor | None = None,
+    ) -> None:
+        self.name = name
+        self.store = store
+        self.clock = clock
+        self.gates = gates or Gates()
+        self.settings = settings or Settings(lease_ms=store.lease_ms)
+        self.workflows = workflows
+        self.monitor = monitor or RunMonitor()
+        self.scheduler = Scheduler(store, name, clock)
+        self.queue = ExecutionQueue(self.scheduler, self.gates)
+        self._futures: dict[str, list[ResultFuture]] = defaultdict(list)
+
+    # -- start, signal, result -------------------------------------------------------------
+
+    def start(self, wf: str, workflow: str, input: dict[str, Any] | None = None) -> Fiber[Handle]:
+        """Start workflow `wf` of type `workflow`: create the instance, then schedule it.
+
+        Two transactions, as in the reference. An existing instance is not scheduled again if
+        it is terminal or `CREATE_EXISTING_WORKFLOW_IS_NOOP` is on. If your call queued no copy
+        on this node, the handle's future fails with `ResultUnavailable`: use `result`.
+        """
+        self.workflows.get(workflow)  # fail early on an unknown type
+        future = self._register(wf)
+        now = self.clock.now_ms
+        state = _json(dict(input or {}))
+        outcome, inst = yield Call(
+            lambda: self.store.create_instance(self.name, now(), wf, workflow, state), "create_instance"
+        )
+        if outcome == "exists" and (inst.terminal or self.gates.create_existing_workflow_is_noop):
+            self._unavailable(wf, future, "the instance already exists")
+            return Handle(wf, future, None)
+        scheduled = yield from self._schedule_now(wf, in_memory=self.settings.in_memory_execution)
+        if not scheduled.queued_in_memory:
+            self._unavailable(wf, future, "no copy was queued on this node")
+        return Handle(wf, future, scheduled)
+
+    def signal(self, wf: str, name: str, payload: Any = None) -> Fiber[Scheduled | None]:
+        """Send signal `name` to `wf`: run its signal method, save the state, schedule a run.
+
+        The run is scheduled through the store, or in memory on this node when
+        `FORCE_SIGNAL_WORKFLOW_EXEC_IN_SCHEDULER` is off. Returns what was scheduled, or `None`
+        if the workflow had already ended.
+        """
+        for _ in range(_SIGNAL_ATTEMPTS):
+            inst: Instance | None = yield Call(lambda: self.store.get_instance(wf), "read_instance")
+            if inst is None:
+                raise UnknownWorkflow(f"cannot signal {wf!r}: no such workflow instance")
+            method = self.workflows.get(inst.workflow).signals.get(name)
+            if method is None:
+                raise UnknownWorkflow(f"workflow {inst.workflow!r} has no signal {name!r}")
+            state = _json(method(json.loads(inst.state), payload))
+            version = inst.version
+            outcome, _ = yield Call(
+                lambda: self.store.update_instance(self.name, self.clock.now_ms(), wf, version, state),
+                "update_instance",
+            )
+            if outcome == "terminal" or outcome == "missing":
+                return None
+            if outcome == "updated":
+                break
+        else:
+            raise SignalConflict(f"signal {name!r} to {wf!r} lost {_SIGNAL_ATTEMPTS} races; send it again")
+        in_memory = self.settings.in_memory_execution and not self.gates.force_signal_workflow_exec_in_scheduler
+        scheduled = yield from self._schedule_now(wf, in_memory=in_memory)
+        return scheduled
+
+    def result(self, handle: Handle, limit_ms: int | None = None) -> Fiber[Any]:
+        """The workflow's result: from this node's copy if it ran here, else polled from storage.
+
+        Raises `ResultTimeout` past `limit_ms` (default `result_polling_time_limit_ms`), and
+        `WorkflowFailed` if the workflow ended FAILED.
+        """
+        limit = self.settings.result_polling_time_limit_ms if limit_ms is None else limit_ms
+        deadline = self.clock.now_ms() + limit
+        while True:
+            fut = handle.future
+            if fut.done() and fut.exception() is None:
+                return fut.result()
+            inst: Instance | None = yield Call(lambda: self.store.get_instance(handle.wf), "read_instance")
+            if inst is not None and inst.status == COMPLETED:
+                return json.loads(inst.result) if inst.result is not None else None
+            if inst is not None and inst.status == FAILED:
+                raise WorkflowFailed(f"workflow {handle.wf!r} failed")
+            if self.clock.now_ms() >= deadline:
+                raise ResultTimeout(
+                    f"workflow {handle.wf!r} did not finish within {limit} ms; "
+                    "raise result_polling_time_limit_ms or look for a stuck run"
+                )
+            yield Sleep(self.settings.poll_interval_ms)
+
+    # -- workers ---------------------------------------------------------------------------
+
+    def fetch_once(self) -> Fiber[int]:
+        """Lease due rows (one transaction each) and queue them; how many were queued."""
+        seen = yield Call(lambda: self.scheduler.due(self.settings.fetch_limit), "due_tasks")
+        queued = 0
+        for row in seen:
+            # As in the reference: lease, then drop the row if a copy is already queued here.
+            leased = yield Call(lambda row=row: self.scheduler.lease(row), "fetch")
+            if leased is not None and self.queue.offer(leased):
+                queued += 1
+        return queued
+
+    def fetch_loop(self) -> Fiber[None]:
+        """Fetch forever, `poll_interval_ms` apart."""
+        while True:
+            yield from self.fetch_once()
+            yield Sleep(self.settings.poll_interval_ms)
+
+    def take(self, timeout: float | None = 0) -> QueuedTask | None:
+        """The next queued task to run, if any (the taker's half; not a store step)."""
+        return self.queue.take(timeout)
+
+    def run(self, item: QueuedTask) -> Fiber[None]:
+        """Run a taken task: the handler with lease renewal, then `finish_task`."""
+        return worker.run_task(self, item)
+
+    # -- futures ---------------------------------------------------------------------------
+
+    def _register(self, wf: str) -> ResultFuture:
+        fut = ResultFuture()
+        self._futures[wf].append(fut)
+        return fut
+
+    def _unavailable(self, wf: str, fut: ResultFuture, why: str) -> None:
+        fut.set_exception(ResultUnavailable(f"no result for {wf!r} arrives on {self.name}: {why}; polling storage"))
+        if fut in self._futures.get(wf, []):
+            self._futures[wf].remove(fut)
+
+    def complete(self, wf: str, value: Any) -> None:
+        """A run on this node completed `wf`: complete the futures of callers here."""
+        for fut in self._futures.pop(wf, []):
+            fut.set_result(value)
+
+    def fail(self, wf: str, exc: BaseException) -> None:
+        """`wf` failed for good: fail the futures of callers here."""
+        for fut in self._futures.pop(wf, []):
+            fut.set_exception(exc)
+
+    def crash(self) -> None:
+        """Lose everything in memory: the queue, the futures, the runs (the monitor forgets them)."""
+        self.queue.clear()
+        self._futures.clear()
+        self.monitor.drop_node(self.name)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _schedule_now(self, wf: str, *, in_memory: bool) -> Fiber[Scheduled]:
+        if in_memory:
+            request = ScheduleRequest(wf, run_after=self.clock.now_ms(), honour_leases=True)
+            scheduled = yield from self.queue.schedule(request)
+            return scheduled
+        out = yield Call(
+            lambda: self.scheduler.schedule_with_outcome(
+                ScheduleRequest(wf, run_after=self.clock.now_ms(), honour_leases=True)
+            ),
+            "schedule",
+        )
+        return Scheduled(out.task, False)

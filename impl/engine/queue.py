@@ -1,0 +1,107 @@
+"""The per-node execution queue: a backstop row in the store, a copy in memory.
+
+For a task due now, `ExecutionQueue.schedule` writes a backstop row (`run_after = now +
+lease`, no payload, honouring any active lease) and keeps an in-memory copy carrying the
+payload, which this node's taker runs without waiting for a fetch. If the node dies, the row
+delivers the task once the lease lapses.
+
+The seed's fix: when the backstop write honoured a lease, someone else holds the row (a worker
+that fetched it, or a copy on another node), so no copy is kept here. `Scheduled` tells you
+whether a copy with your payload runs here. With `Gates.honour_check` off the copy is kept
+whatever the write did, which is the double run the seed removes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass
+
+from impl.engine.effects import Call, Fiber
+from impl.engine.model import Gates, ScheduleOutcome, Scheduled, ScheduleRequest, Task
+from impl.engine.scheduler import Scheduler
+
+
+@dataclass(frozen=True)
+class QueuedTask:
+    """A task waiting in a node's queue: the row version it holds, and where it came from."""
+
+    task: Task
+    source: str  # "memory": a copy queued by `schedule`; "store": a row leased by a fetch
+    payload: str | None = None
+
+
+class ExecutionQueue:
+    """One node's queue of tasks to run (thread-safe; the taker waits on it)."""
+
+    def __init__(self, scheduler: Scheduler, gates: Gates) -> None:
+        self.scheduler = scheduler
+        self.gates = gates
+        self._items: deque[QueuedTask] = deque()
+        self._ids: set[str] = set()
+        self._cond = threading.Condition()
+
+    def schedule(self, request: ScheduleRequest) -> Fiber[Scheduled]:
+        """Schedule `request` to run on this node now: the backstop write, then maybe a copy."""
+        if self.contains(request.task_id):
+            # Already queued here: that copy will run; nothing is written.
+            return Scheduled(None, False)
+        sched = self.scheduler
+
+        def backstop() -> ScheduleOutcome:
+            now = sched.clock.now_ms()
+            row = ScheduleRequest(
+                task_id=request.task_id,
+                run_after=now + sched.lease_ms,
+                payload=None,
+                honour_leases=True,
+                owner=request.owner,
+                type=request.type,
+            )
+            return sched.schedule_in_memory(row, honour_check=self.gates.honour_check)
+
+        outcome: ScheduleOutcome = yield Call(backstop, "schedule_in_memory")
+        if outcome.queued:
+            self._push(QueuedTask(outcome.task, "memory", request.payload))
+        return Scheduled(outcome.task, outcome.queued)
+
+    def offer(self, task: Task) -> bool:
+        """Queue a row a fetch leased; dropped (False) if a copy of it is already queued."""
+        if self.contains(task.task_id):
+            return False
+        self._push(QueuedTask(task, "store", task.payload))
+        return True
+
+    def _push(self, item: QueuedTask) -> None:
+        with self._cond:
+            if item.task.task_id in self._ids:
+                return
+            self._items.append(item)
+            self._ids.add(item.task.task_id)
+            self._cond.notify_all()
+
+    def contains(self, task_id: str) -> bool:
+        """Whether a copy of `task_id` waits in this queue (a running one no longer does)."""
+        with self._cond:
+            return task_id in self._ids
+
+    def take(self, timeout: float | None = 0) -> QueuedTask | None:
+        """The next task to run, removed from the queue; waits up to `timeout` seconds."""
+        with self._cond:
+            if not self._items and timeout:
+                self._cond.wait(timeout)
+            if not self._items:
+                return None
+            item = self._items.popleft()
+            self._ids.discard(item.task.task_id)
+            return item
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._items)
+
+    def clear(self) -> None:
+        """Drop every queued copy (the node crashed)."""
+        with self._cond:
+            self._items.clear()
+            self._ids.clear()

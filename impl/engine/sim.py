@@ -1,0 +1,194 @@
+"""The deterministic simulation driver: nodes as objects in one process, one step at a time.
+
+Every node's activities are fibers (`effects.py`). At each step the simulation lists what can
+happen now, in a fixed order, and a seeded `random.Random` picks one:
+
+    - a fiber whose next effect is a `Call` (a store transaction or read): run it;
+    - a fiber whose `Sleep` is over: wake it;
+    - a node with a task in its queue: the taker takes it and starts a run fiber.
+
+The virtual clock moves only when nothing can happen now, to the earliest wake-up, so no fiber
+ever runs late (the model's `NoLongPauses`) unless a pause or crash is injected. The same seed
+and the same calls replay the same run and record the same trace, byte for byte.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from impl.clock import VirtualClock
+from impl.engine.backend import Backend, MemoryBackend
+from impl.engine.effects import Call, Fiber, Sleep
+from impl.engine.errors import EngineBug
+from impl.engine.model import Gates, Settings
+from impl.engine.monitor import RunMonitor
+from impl.engine.node import Node
+from impl.engine.store import Store
+from impl.engine.workflows import DEFAULT_REGISTRY, Registry
+
+
+@dataclass
+class SimFiber:
+    """A fiber in the simulation: its node, its pending effect, and how it ended."""
+
+    node: str
+    label: str
+    gen: Fiber[Any]
+    ident: int
+    effect: Call | Sleep | None = None
+    wake_at: int = 0
+    done: bool = False
+    value: Any = None
+    error: BaseException | None = None
+    on_done: Callable[[SimFiber], None] | None = field(default=None, repr=False)
+
+
+class Simulation:
+    """Nodes sharing one store, stepped by a seeded scheduler under a virtual clock.
+
+    >>> sim = Simulation(seed=1)
+    >>> h = sim.spawn("n1", sim.nodes["n1"].start("wf1", "approval", {}), "start")
+    >>> sim.run_until(lambda: h.done)
+    True
+    """
+
+    def __init__(
+        self,
+        backend: Backend | None = None,
+        *,
+        nodes: tuple[str, ...] = ("n1", "n2"),
+        seed: int = 0,
+        gates: Gates | None = None,
+        settings: Settings | None = None,
+        workflows: Registry = DEFAULT_REGISTRY,
+        fetch_loops: bool = True,
+        start_ms: int = 0,
+    ) -> None:
+        self.gates = gates or Gates()
+        self.settings = settings or Settings()
+        self.backend = backend or MemoryBackend()
+        self.store = Store(self.backend, lease_ms=self.settings.lease_ms, bump=self.gates.bump_task_version_on_honored_lease)
+        self.clock = VirtualClock(start_ms)
+        self.rng = random.Random(seed)
+        self.monitor = RunMonitor()
+        self.node_names = nodes
+        self.nodes = {
+            n: Node(n, self.store, self.clock, gates=self.gates, settings=self.settings, workflows=workflows, monitor=self.monitor)
+            for n in nodes
+        }
+        self.fibers: list[SimFiber] = []
+        self.paused_until: dict[str, int] = {n: 0 for n in nodes}
+        self.crashed: set[str] = set()
+        self.steps = 0
+        self.errors: list[tuple[str, BaseException]] = []
+        self._ids = 0
+        self._fetch_loops = fetch_loops
+        for n in nodes:
+            if fetch_loops:
+                self.spawn(n, self.nodes[n].fetch_loop(), "fetch_loop")
+
+    # -- fibers ----------------------------------------------------------------------------
+
+    def spawn(self, node: str, gen: Fiber[Any], label: str = "") -> SimFiber:
+        """Add a fiber on `node`; it takes its first step when the scheduler picks it."""
+        self._ids += 1
+        f = SimFiber(node=node, label=label, gen=gen, ident=self._ids)
+        self._advance(f, None, first=True)
+        self.fibers.append(f)
+        return f
+
+    def _advance(self, f: SimFiber, value: Any, *, first: bool = False) -> None:
+        try:
+            effect = next(f.gen) if first else f.gen.send(value)
+        except StopIteration as stop:
+            f.done, f.value = True, stop.value
+            return
+        except Exception as exc:  # a fiber's error is recorded, not swallowed: tests assert on it
+            f.done, f.error = True, exc
+            self.errors.append((f.label, exc))
+            return
+        f.effect = effect
+        if isinstance(effect, Sleep):
+            f.wake_at = self.clock.now_ms() + effect.ms
+
+    def _usable(self, node: str) -> bool:
+        return node not in self.crashed and self.paused_until[node] <= self.clock.now_ms()
+
+    def _choices(self) -> list[tuple[str, Any]]:
+        now = self.clock.now_ms()
+        choices: list[tuple[str, Any]] = []
+        for f in self.fibers:
+            if f.done or not self._usable(f.node):
+                continue
+            if isinstance(f.effect, Call) or (isinstance(f.effect, Sleep) and f.wake_at <= now):
+                choices.append(("fiber", f))
+        for n in self.node_names:
+            if self._usable(n) and len(self.nodes[n].queue):
+                choices.append(("take", n))
+        return choices
+
+    def _next_wake(self) -> int | None:
+        times = [f.wake_at for f in self.fibers if not f.done and isinstance(f.effect, Sleep) and f.node not in self.crashed]
+        times += [t for n, t in self.paused_until.items() if t > self.clock.now_ms() and n not in self.crashed]
+        times = [max(t, self.clock.now_ms()) for t in times]
+        return min(times) if times else None
+
+    def step(self) -> bool:
+        """Take one step (or move the clock to the next wake-up); False when nothing is left."""
+        choices = self._choices()
+        if not choices:
+            wake = self._next_wake()
+            if wake is None:
+                return False
+            if wake > self.clock.now_ms():
+                self.clock.advance(wake - self.clock.now_ms())
+            else:
+                # Something is due now yet nothing is runnable: only a paused node; move on.
+                self.clock.advance(1)
+            return True
+        kind, what = choices[self.rng.randrange(len(choices))]
+        self.steps += 1
+        if kind == "take":
+            node = self.nodes[what]
+            item = node.take()
+            if item is None:
+                raise EngineBug(f"{what}'s queue was listed as non-empty but gave nothing")
+            self.spawn(what, node.run(item), f"run:{item.task.task_id}")
+        else:
+            f: SimFiber = what
+            effect = f.effect
+            value = effect.fn() if isinstance(effect, Call) else None
+            self._advance(f, value)
+        self.fibers = [f for f in self.fibers if not f.done]
+        return True
+
+    def run_until(self, done: Callable[[], bool], max_steps: int = 100_000) -> bool:
+        """Step until `done()` holds (True) or nothing is left or `max_steps` pass (False)."""
+        for _ in range(max_steps):
+            if done():
+                return True
+            if not self.step():
+                return done()
+        return done()
+
+    # -- faults ----------------------------------------------------------------------------
+
+    def crash(self, node: str, restart: bool = True) -> None:
+        """Kill `node`: its fibers, queue, runs and futures are lost; restart it empty."""
+        for f in self.fibers:
+            if f.node == node and not f.done:
+                f.gen.close()
+                f.done = True
+        self.nodes[node].crash()
+        if restart:
+            if self._fetch_loops:
+                self.spawn(node, self.nodes[node].fetch_loop(), "fetch_loop")
+        else:
+            self.crashed.add(node)
+
+    def pause(self, node: str, ms: int) -> None:
+        """Freeze `node` for `ms` of virtual time (a GC pause, a stalled caller)."""
+        self.paused_until[node] = max(self.paused_until[node], self.clock.now_ms() + ms)

@@ -1,0 +1,141 @@
+"""Running a taken task: the handler with lease renewal, then `finish_task`.
+
+    run_start --(handler: sleep, renew, sleep, renew ...)--> run_end --> remove
+        ^                                                                  |
+        +------------- rerun: the remove found our lease bumped -----------+
+
+`finish_task` removes the row at the version held. On a mismatch it reads the row: gone means
+it was removed elsewhere; the same `run_after` as held means an honoured, bumping schedule
+recorded a rerun on our lease, so the task runs again at once; a different `run_after` means
+our lease was lost, and the row is left to whoever holds it. Up to `max_finish_attempts` runs.
+
+A renewal can meet the same bump: the row's version moved but its `run_after` is still ours.
+The reference's `renewLease` fails there and the run goes on unrenewed, so a handler that
+outlives its lease then overlaps a fetch on another node. With `Gates.renew_adopts_rerun`
+(this engine's default) the run renews at the row's new version and remembers that a rerun is
+owed; instead of removing the row, it runs again at once.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from impl.engine import decide
+from impl.engine.effects import Call, Fiber, Sleep
+from impl.engine.model import Task
+from impl.engine.queue import QueuedTask
+from impl.engine.workflows import RunContext, Step
+
+if TYPE_CHECKING:
+    from impl.engine.node import Node
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def run_task(node: Node, item: QueuedTask) -> Fiber[None]:
+    """Run `item` on `node` until its row is removed, retried, dead-lettered or lost."""
+    s, store, now = node.settings, node.store, node.clock.now_ms
+    held: Task = item.task
+    wf = held.task_id
+    if item.source == "store" and held.retry_count > s.max_retries:
+        # Delivered too often without finishing (crashes, lost leases): dead-letter it.
+        yield from _mark_failed(node, held)
+        return
+    for _ in range(s.max_finish_attempts):
+        version = held.version
+        inst = yield Call(lambda: store.run_start(node.name, now(), wf, item.source, version), "run_start")
+        node.monitor.begin(wf, node.name)
+        try:
+            step, duration = _handler(node, inst, held)
+            held, rerun_owed = yield from _work(node, held, duration)
+            result = step.result if step is not None else "failed"
+            state = _json(step.state) if step is not None else ""
+            value = _json(step.value) if step is not None and step.result == "completed" else None
+            inst_version = inst.version if inst is not None else 0
+            saved = yield Call(
+                lambda: store.run_end(node.name, now(), wf, inst_version, result, state, value), "run_end"
+            )
+        finally:
+            node.monitor.end(wf, node.name)
+        if result == "completed" and saved == "saved" and step is not None:
+            node.complete(wf, step.value)
+        if result == "failed":
+            yield from _retry_or_fail(node, held)
+            return
+        if rerun_owed:
+            continue
+        h = held
+        outcome, row = yield Call(
+            lambda: store.remove(node.name, now(), h.key, h.version, h.run_after), "remove"
+        )
+        if outcome != "rerun" or row is None:
+            return  # removed; removed elsewhere; or our lease was lost and the row is not ours
+        held = row
+
+
+def _handler(node: Node, inst: Any, held: Task) -> tuple[Step | None, int]:
+    """The workflow function's step (None if it raised) and how long the handler runs."""
+    if inst is None or inst.terminal:
+        # Nothing to do: a stale delivery of a finished (or never created) workflow.
+        state = json.loads(inst.state) if inst is not None else {}
+        return Step("completed", state, json.loads(inst.result) if inst and inst.result else None), 0
+    workflow = node.workflows.get(inst.workflow)
+    state = json.loads(inst.state)
+    duration = int(workflow.duration_ms(state))
+    try:
+        return workflow.run(state, RunContext(attempt=held.retry_count)), duration
+    except Exception:  # a handler's failure is data: the run ends `failed` and is retried
+        return None, duration
+
+
+def _work(node: Node, held: Task, duration: int) -> Fiber[tuple[Task, bool]]:
+    """Spend the handler's `duration`, renewing the lease every `renew_interval_ms`."""
+    s, g = node.settings, node.gates
+    rerun_owed = False
+    remaining = duration
+    while remaining > 0:
+        chunk = min(remaining, s.renew_interval_ms) if g.automatic_lease_renewal else remaining
+        yield Sleep(chunk)
+        remaining -= chunk
+        if remaining > 0 and g.automatic_lease_renewal:
+            held, owed = yield from _renew(node, held)
+            rerun_owed = rerun_owed or owed
+    return held, rerun_owed
+
+
+def _renew(node: Node, held: Task) -> Fiber[tuple[Task, bool]]:
+    store, now = node.store, node.clock.now_ms
+    outcome, row = yield Call(lambda: store.renew(node.name, now(), held.key, held.version), "renew")
+    if outcome == "renewed" and row is not None:
+        return row, False
+    if node.gates.renew_adopts_rerun and row is not None and decide.is_rerun_signal(row, held):
+        v = row.version
+        outcome, again = yield Call(lambda: store.renew(node.name, now(), held.key, v), "renew")
+        if outcome == "renewed" and again is not None:
+            return again, True
+        return held, True
+    return held, False  # lease lost: the run goes on, and its remove will find out
+
+
+def _retry_or_fail(node: Node, held: Task) -> Fiber[None]:
+    s, store, now = node.settings, node.store, node.clock.now_ms
+    if decide.retries_exhausted(held, s.max_retries):
+        yield from _mark_failed(node, held)
+        return
+    delay = decide.retry_delay_ms(held, s.retry_backoff_ms)
+    yield Call(
+        lambda: store.reschedule_retry(node.name, now(), held.key, held.version, now() + delay),
+        "reschedule_retry",
+    )
+
+
+def _mark_failed(node: Node, held: Task) -> Fiber[None]:
+    store, now = node.store, node.clock.now_ms
+    outcome, _ = yield Call(lambda: store.mark_failed(node.name, now(), held.key, held.version), "mark_failed")
+    if outcome == "failed":
+        from impl.engine.node import WorkflowFailed
+
+        node.fail(held.task_id, WorkflowFailed(f"workflow {held.task_id!r} failed after {held.retry_count} deliveries"))
