@@ -88,8 +88,9 @@ class CommandProcessor:
         self.store, self.node, self.clock = store, node, clock
         self.settings, self.gates, self.app = settings, gates, app
         self.attempt_ids = attempt_ids or counter_ids(node)
-        # Test hook: runs between the check and the write of the unguarded check-then-write.
-        self.between_check_and_write: Callable[[], None] | None = None
+        # Test hook: runs just before each state write (after the owner check when the write is
+        # the unguarded check-then-write), so a test can let the guard change hands there.
+        self.before_write: Callable[[str], None] | None = None
 
     def handle(self, inv: Invocation) -> bool:
         """Run one delivery to the end; True when its entry may be acked."""
@@ -103,13 +104,15 @@ class CommandProcessor:
     def _put(self, cmd: str, attempt: str, status: str) -> Generator[None, None, bool]:
         now = self.clock.now_ms
         if self.gates.atomic_put_if_owner:
+            if self.before_write is not None:
+                self.before_write(status)
             return self.store.put_if_owner(self.node, now(), cmd, attempt, status, self.settings.state_ttl_ms,
                                            checked=self.gates.attempt_guard)
         # Unguarded calibration: read the owner, then write; the guard can change hands between.
         owner = self.store.guard_owner(cmd)
         yield
-        if self.between_check_and_write is not None:
-            self.between_check_and_write()
+        if self.before_write is not None:
+            self.before_write(status)
         if self.gates.attempt_guard and owner != attempt:
             return False
         return self.store.put_if_owner(self.node, now(), cmd, attempt, status, self.settings.state_ttl_ms, checked=False)

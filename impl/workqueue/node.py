@@ -152,8 +152,10 @@ class QueueNode:
             if now - inv.started_ms > self.settings.max_processing_ms:
                 if not inv.warned_past_max:
                     inv.warned_past_max = True
-                    log.warning("%s: handler on %s has run %d ms, past max_processing_ms=%d; still renewing",
-                                self.name, inv.entry, now - inv.started_ms, self.settings.max_processing_ms)
+                    log.warning("%s: handler on %s has run %d ms, past max_processing_ms=%d; %s",
+                                self.name, inv.entry, now - inv.started_ms, self.settings.max_processing_ms,
+                                "still renewing" if self.gates.renew_past_max_processing
+                                else "no longer renewing (gate renew_past_max_processing off)")
                 if not self.gates.renew_past_max_processing:
                     continue
             if not self.store.renew(self.name, now, inv.entry, check_owner=self.gates.renew_owner_check):

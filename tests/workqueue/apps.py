@@ -1,0 +1,34 @@
+"""Command apps (simulated external systems) for the real-Redis tests."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+
+class SlowApp:
+    """Answers `answer` after `delay_s`; counts calls and tracks how many run at once."""
+
+    def __init__(self, delay_s: float = 0.0, answer: str = "succeeded") -> None:
+        self.delay_s = delay_s
+        self.answer = answer
+        self.calls: Counter[str] = Counter()
+        self.running = 0
+        self.peak = 0
+        self._lock = threading.Lock()
+
+    def call(self, cmd: str, payload: str) -> str:
+        with self._lock:
+            self.calls[cmd] += 1
+            self.running += 1
+            self.peak = max(self.peak, self.running)
+        try:
+            time.sleep(self.delay_s)
+        finally:
+            with self._lock:
+                self.running -= 1
+        return self.answer
+
+    def check(self, cmd: str, payload: str) -> str:
+        return self.answer
