@@ -8,6 +8,7 @@ several, TLC 2.15 does not say which: the runner checks them again one at a time
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import shutil
@@ -82,6 +83,8 @@ def run_once(
             keep_dir.mkdir(parents=True, exist_ok=True)
             (keep_dir / f"{model.name}.out").write_text(raw.output, encoding="utf-8")
             (keep_dir / rendered.cfg_name).write_text(rendered.cfg, encoding="utf-8")
+            run_facts = {"exit_code": raw.exit_code, "timed_out": raw.timed_out, "seconds": round(raw.seconds, 3)}
+            (keep_dir / f"{model.name}.run.json").write_text(json.dumps(run_facts) + "\n", encoding="utf-8")
     verdict = verdict_from_output(parse_messages(raw.output), exit_code=raw.exit_code, seconds=raw.seconds, timed_out=raw.timed_out)
     return verdict, raw
 

@@ -1,0 +1,134 @@
+"""`leaseproof check` end to end, as a user runs it: real TLC on the fixture specs, and bad inputs.
+
+The fixture project (tests/fixtures/project) has one model per verdict; one run checks them all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PROJECT = Path(__file__).parent.parent / "fixtures" / "project"
+
+
+def leaseproof(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], capture_output=True, text=True,
+                          env=full_env, cwd=cwd, timeout=300)
+
+
+@cache
+def fixture_run(tmp: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    junit = Path(tmp) / "junit.xml"
+    proc = leaseproof("check", "--root", str(PROJECT), "--json", "--junit", str(junit), "--jobs", "2", "--workers", "1")
+    return proc, json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], Path]:
+    tmp = tmp_path_factory.mktemp("check")
+    proc, report = fixture_run(str(tmp))
+    return proc, report, tmp / "junit.xml"
+
+
+EXPECTED_ACTUAL = {
+    "passing": ("ok", "PASS"),
+    "expression_constant": ("ok", "PASS"),
+    "invariant": ("violated BelowCap", "PASS"),
+    "temporal": ("violated EventuallyOn", "PASS"),
+    "lasso": ("violated SettlesOn", "PASS"),
+    "deadlock": ("deadlock", "PASS"),
+    "assertion": ("violated x went past 1", "FAIL"),
+    "syntax_error": ("error (parse error)", "FAIL"),
+    "semantic_error": ("error (semantic error)", "FAIL"),
+    "cfg_error": ("error (cfg error)", "FAIL"),
+    "evaluation_error": ("error (evaluation error)", "FAIL"),
+    "no_initial_states": ("error (no initial states)", "FAIL"),
+    "slow": ("timeout", "FAIL"),
+}
+
+
+@pytest.mark.tlc
+def test_each_fixture_gets_its_verdict(run: Any) -> None:
+    proc, report, _ = run
+    got = {m["name"]: (m["actual"], m["result"]) for m in report["models"]}
+    assert got == EXPECTED_ACTUAL
+    assert proc.returncode == 1  # some fixtures are errors on purpose
+    assert report["passed"] is False
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.tlc
+def test_json_carries_the_counterexample_and_figures(run: Any) -> None:
+    _, report, _ = run
+    inv = next(m for m in report["models"] if m["name"] == "invariant")["verdict"]
+    assert inv["kind"] == "violated" and inv["property_kind"] == "invariant"
+    assert [s["variables"]["x"] for s in inv["counterexample"]["states"]] == [0, 1, 2, 3]
+    assert inv["counterexample"]["states"][1]["action"] == "Step"
+    ok = next(m for m in report["models"] if m["name"] == "passing")["verdict"]
+    assert (ok["distinct_states"], ok["depth"], ok["tlc_version"]) == (13, 4, "2.15")
+
+
+@pytest.mark.tlc
+def test_junit_report(run: Any) -> None:
+    _, _, junit = run
+    suite = ET.parse(junit).getroot()
+    assert suite.get("tests") == str(len(EXPECTED_ACTUAL))
+    failed = {c.get("name") for c in suite if c.find("failure") is not None or c.find("error") is not None}
+    assert failed == {n for n, (_, r) in EXPECTED_ACTUAL.items() if r == "FAIL"}
+
+
+@pytest.mark.tlc
+def test_all_passing_models_exit_zero() -> None:
+    proc = leaseproof("check", "--root", str(PROJECT), "passing", "invariant", "deadlock")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3 of 3 models gave their expected verdict" in proc.stdout
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("leaseproof: error: ")
+    return lines[0]
+
+
+def test_missing_java(tmp_path: Path) -> None:
+    env = {"PATH": str(tmp_path), "JAVA_HOME": ""}
+    assert "no `java` on PATH" in one_line_error(leaseproof("check", "--root", str(PROJECT), "passing", env=env))
+
+
+def test_missing_jar(tmp_path: Path) -> None:
+    env = {"TLA2TOOLS_JAR": str(tmp_path / "absent.jar")}
+    assert "TLA2TOOLS_JAR is" in one_line_error(leaseproof("check", "--root", str(PROJECT), "passing", env=env))
+
+
+def test_unknown_model() -> None:
+    assert "no model 'pasing'" in one_line_error(leaseproof("check", "--root", str(PROJECT), "pasing"))
+
+
+def test_invalid_model_file(tmp_path: Path) -> None:
+    bad = tmp_path / "models" / "bad.yaml"
+    bad.parent.mkdir()
+    bad.write_text("module: Counter\nexpect: {verdict: maybe}\nwhy: a broken model file\n")
+    line = one_line_error(leaseproof("check", "--root", str(tmp_path)))
+    assert "bad.yaml: field expect.verdict" in line
+
+
+def test_no_models_directory(tmp_path: Path) -> None:
+    assert "no models/ directory" in one_line_error(leaseproof("check", "--root", str(tmp_path)))
+
+
+def test_dry_run_prints_the_tlc_command() -> None:
+    proc = leaseproof("check", "--root", str(PROJECT), "--dry-run", "deadlock")
+    assert proc.returncode == 0, proc.stderr
+    assert "tlc2.TLC -tool -workers" in proc.stdout and "-config deadlock.cfg" in proc.stdout and "Stuck.tla" in proc.stdout

@@ -1,0 +1,110 @@
+"""Model files: loading, the errors that name the file and the field, rendering to a cfg."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.errors import ModelFileError, UnknownModel
+from conformance.models.discover import select
+from conformance.models.model import load_model, parse_model
+from conformance.models.render import render_model
+
+PROJECT = Path(__file__).parent.parent / "fixtures" / "project"
+TLA = (PROJECT / "tla",)
+GOOD: dict[str, Any] = {
+    "module": "Counter",
+    "constants": {"Limit": 3, "Cap": 5, "Nodes": ["n1", "n2"]},
+    "invariants": ["TypeOK", "BelowCap"],
+    "expect": {"verdict": "violated", "property": "BelowCap"},
+    "why": "A model used by the tests.",
+}
+
+
+def load(tmp_path: Path, data: Any) -> None:
+    parse_model(data, tmp_path / "m.yaml", TLA)
+
+
+def with_(**changes: Any) -> dict[str, Any]:
+    return {**GOOD, **changes}
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "says"),
+    [
+        (with_(expect={"verdict": "okay"}), "expect.verdict", "is not one of"),
+        (with_(module="Nope"), "module", "no module Nope.tla"),
+        (with_(expect={"verdict": "violated"}), "expect.property", "must name the property"),
+        (with_(expect={"verdict": "violated", "property": "Other"}), "expect.property", "never checked"),
+        (with_(expect={"verdict": "ok", "property": "BelowCap"}), "expect.property", "only a violated verdict"),
+        (with_(expect={"verdict": "deadlock"}, check_deadlock=False), "check_deadlock", "deadlock checking on"),
+        (with_(constants={"Limit": 2.5}), "constants.Limit", "is not valid"),
+        (with_(timeout=0), "timeout", "less than or equal"),
+        (with_(workers="two"), "workers", "is not of type"),
+        (with_(invariants="TypeOK"), "invariants", "is not of type"),
+        (with_(bogus=1), "(top level)", "Additional properties"),
+        (with_(gates={"Limit": True}), "gates.Limit", "also given under constants"),
+        (with_(properties=["P"], symmetry="Symm"), "symmetry", "symmetry"),
+        (with_(init="Init"), "next", "go together"),
+        ({k: v for k, v in GOOD.items() if k != "why"}, "(top level)", "'why' is a required property"),
+    ],
+)
+def test_invalid_model_names_file_and_field(tmp_path: Path, data: dict[str, Any], field: str, says: str) -> None:
+    with pytest.raises(ModelFileError) as err:
+        load(tmp_path, data)
+    assert str(err.value).startswith(f"{tmp_path / 'm.yaml'}: field {field}: ")
+    assert says in str(err.value)
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("module: Counter\nexpect: {verdict: ok\n")
+    with pytest.raises(ModelFileError, match=r"bad.yaml: not valid YAML at line \d+"):
+        load_model(path, TLA)
+
+
+def test_missing_and_non_mapping_files(tmp_path: Path) -> None:
+    with pytest.raises(ModelFileError, match="no such model file"):
+        load_model(tmp_path / "absent.yaml", TLA)
+    (tmp_path / "list.yaml").write_text("- 1\n")
+    with pytest.raises(ModelFileError, match="must be a YAML mapping"):
+        load_model(tmp_path / "list.yaml", TLA)
+
+
+def test_render_cfg_and_wrapper(tmp_path: Path) -> None:
+    m = parse_model(with_(constants={"Limit": {"tla": "1 + 2"}, "Cap": 5, "Nodes": ["n1", "n2"], "Tag": {"string": 'a"b'}},
+                          gates={"HonourCheck": False}, properties=["Reaches"], constraint="Bound", check_deadlock=False),
+                    tmp_path / "m.yaml", TLA)
+    r = render_model(m)
+    assert r.main == "LP_Counter"
+    lines = r.cfg.splitlines()
+    for expected in ["SPECIFICATION Spec", "    Limit <- lp_Limit", "    Cap = 5", "    Nodes = {n1, n2}",
+                     '    Tag = "a\\"b"', "    HonourCheck = FALSE", "INVARIANT TypeOK", "INVARIANT BelowCap",
+                     "PROPERTY Reaches", "CONSTRAINT Bound"]:
+        assert expected in lines
+    assert "lp_Limit == 1 + 2" in r.extra_modules["LP_Counter.tla"]
+    assert "EXTENDS Counter" in r.extra_modules["LP_Counter.tla"]
+
+
+def test_render_one_property_at_a_time(tmp_path: Path) -> None:
+    m = parse_model(with_(properties=["A", "B"]), tmp_path / "m.yaml", TLA)
+    assert "PROPERTY B" in render_model(m, ("B",)).cfg and "PROPERTY A" not in render_model(m, ("B",)).cfg
+
+
+def test_select_by_name_dir_and_path() -> None:
+    models = PROJECT / "models"
+    assert [p.stem for p in select(models, ["invariant", "lasso"])] == ["invariant", "lasso"]
+    assert select(models, [str(models / "deadlock.yaml")]) == [models / "deadlock.yaml"]
+    assert len(select(models, [])) == len(list(models.glob("*.yaml")))
+
+
+def test_unknown_model_suggests_close_names() -> None:
+    with pytest.raises(UnknownModel, match="no model 'invarant'.*did you mean invariant"):
+        select(PROJECT / "models", ["invarant"])
+
+
+def test_every_fixture_model_loads() -> None:
+    for path in select(PROJECT / "models", []):
+        assert load_model(path, TLA).name == path.stem
