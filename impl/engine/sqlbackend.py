@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from pathlib import Path
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -225,11 +226,13 @@ class SqliteBackend(_SqlBackend):
 
     def _connect(self) -> Any:
         try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=60000")
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             raise StoreUnavailable(
                 f"cannot open SQLite store {self.path}: {exc}; check the directory exists and is writable"
             ) from exc

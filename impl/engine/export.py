@@ -1,0 +1,109 @@
+"""Exporting the recorded events as NDJSON traces, and reading a run's figures from them.
+
+One trace per workflow: in `tla/Engine.tla` each workflow's steps depend only on its own rows,
+so a workflow's events (in the order its transactions committed, `wf_seq`) are a behaviour of
+the spec by themselves, and several small traces check faster than one large one. Each file
+is self-contained: a header (system, gates, lease settings, nodes, run name), the events
+numbered from 1, and an end line with the count (`impl.trace`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from impl import trace
+from impl.engine.model import Event, Gates, Settings
+
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def by_workflow(events: Iterable[Event]) -> dict[str, list[Event]]:
+    """Each workflow's events in its commit order."""
+    groups: dict[str, list[Event]] = defaultdict(list)
+    for e in events:
+        groups[e.wf].append(e)
+    return {wf: sorted(evs, key=lambda e: (e.wf_seq, e.seq)) for wf, evs in sorted(groups.items())}
+
+
+def engine_header(gates: Gates, settings: Settings, nodes: Sequence[str], run: str) -> dict:
+    """The header line of an engine trace."""
+    return trace.header("engine", gates=gates.header(), settings=settings.header(), nodes=nodes, run=run)
+
+
+def render_workflow(events: Sequence[Event], gates: Gates, settings: Settings, nodes: Sequence[str], run: str) -> str:
+    """One workflow's trace as NDJSON text."""
+    return trace.render(engine_header(gates, settings, nodes, run), (e.line() for e in events))
+
+
+def write_traces(
+    events: Iterable[Event],
+    directory: Path,
+    *,
+    gates: Gates,
+    settings: Settings,
+    nodes: Sequence[str],
+    run: str,
+) -> list[Path]:
+    """Write one `<run>-<wf>.ndjson` per workflow into `directory`; the paths written."""
+    paths = []
+    for wf, evs in by_workflow(events).items():
+        name = _SAFE.sub("_", f"{run}-{wf}") + ".ndjson"
+        head = engine_header(gates, settings, nodes, f"{run}/{wf}")
+        paths.append(trace.write(directory / name, head, (e.line() for e in evs)))
+    return paths
+
+
+def count_overlaps(events: Sequence[Event]) -> int:
+    """Runs that started while another run of the same workflow was in progress.
+
+    A run is in progress from its `run_start` to its `run_end`; the events must be one
+    workflow's in commit order, or several workflows' (they are counted apart). Runs cut short
+    by a crash never end, so use this on runs without crashes.
+    """
+    open_runs: Counter[str] = Counter()
+    overlaps = 0
+    for e in events:
+        if e.op == "run_start":
+            if open_runs[e.wf] > 0:
+                overlaps += 1
+            open_runs[e.wf] += 1
+        elif e.op == "run_end" and open_runs[e.wf] > 0:
+            open_runs[e.wf] -= 1
+    return overlaps
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """What a run did, read from its trace."""
+
+    events: int
+    workflows: int
+    runs: int
+    reruns: int
+    honoured_leases: int
+    overlapping_runs: int
+
+
+def figures(events: Sequence[Event]) -> RunFigures:
+    """Count runs, reruns (a remove that found a recorded rerun, or a renewal that adopted
+    one), honoured leases and overlapping runs in `events`."""
+    ordered = [e for evs in by_workflow(events).values() for e in evs]
+    reruns = sum(1 for e in ordered if e.op == "remove" and e.outcome == "rerun")
+    # A renewal that adopts a bump shows as a conflict followed by a renewal at the row's version.
+    for prev, cur in zip(ordered, ordered[1:]):
+        if prev.op == "renew" and prev.outcome == "conflict" and cur.op == "renew" and cur.wf == prev.wf and cur.node == prev.node and cur.outcome == "renewed":
+            reruns += 1
+    return RunFigures(
+        events=len(ordered),
+        workflows=len({e.wf for e in ordered}),
+        runs=sum(1 for e in ordered if e.op == "run_start"),
+        reruns=reruns,
+        honoured_leases=sum(
+            1 for e in ordered if e.op in ("schedule", "schedule_in_memory") and e.outcome in ("honoured", "bumped")
+        ),
+        overlapping_runs=count_overlaps(ordered),
+    )

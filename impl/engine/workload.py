@@ -1,0 +1,86 @@
+"""The workload of a run: which workflows start where and when, and who signals them.
+
+A plan is data, drawn from a seed, so the simulation, the multi-process run and the benchmark
+run the same kind of workload. Each workflow is an `approval`: started on one node, signalled
+`approve` from a node chosen at random (often another), and some handlers outlive a lease.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from impl.engine.effects import Fiber, Sleep
+from impl.engine.errors import UnknownWorkflow
+from impl.engine.node import Node
+
+
+@dataclass(frozen=True)
+class Item:
+    """One workflow of a workload."""
+
+    wf: str
+    start_node: str
+    signal_node: str
+    start_at_ms: int
+    signal_at_ms: int
+    work_ms: int
+
+
+def plan(
+    n: int,
+    nodes: Sequence[str],
+    *,
+    seed: int,
+    lease_ms: int,
+    spread_ms: int = 2_000,
+    long_fraction: float = 0.25,
+    short_work_ms: int = 0,
+    prefix: str = "wf",
+) -> list[Item]:
+    """`n` workflows over `nodes`, starting within `spread_ms`; `long_fraction` of them have a
+    handler that runs 1.5 leases (so it must renew), the others `short_work_ms`."""
+    rng = random.Random(seed)
+    items = []
+    for i in range(n):
+        start = rng.randrange(spread_ms + 1)
+        long = rng.random() < long_fraction
+        work = lease_ms * 3 // 2 if long else short_work_ms
+        # Signal early enough to land during the first run now and then (the bumped-lease path).
+        signal = start + rng.randrange(max(work, lease_ms // 2) + 1)
+        items.append(
+            Item(
+                wf=f"{prefix}{i:05d}",
+                start_node=nodes[rng.randrange(len(nodes))],
+                signal_node=nodes[rng.randrange(len(nodes))],
+                start_at_ms=start,
+                signal_at_ms=signal,
+                work_ms=work,
+            )
+        )
+    return items
+
+
+def starter(node: Node, item: Item, elapsed: Callable[[], int], *, wait_result: bool = True) -> Fiber[Any]:
+    """Start `item` at its time on `node`, then wait for its result (from memory or storage)."""
+    delay = item.start_at_ms - elapsed()
+    if delay > 0:
+        yield Sleep(delay)
+    handle = yield from node.start(item.wf, "approval", {"work_ms": item.work_ms})
+    if not wait_result:
+        return None
+    return (yield from node.result(handle))
+
+
+def signaller(node: Node, item: Item, elapsed: Callable[[], int], *, poll_ms: int = 50) -> Fiber[Any]:
+    """Signal `approve` to `item` at its time on `node` (waiting for the instance to exist)."""
+    delay = item.signal_at_ms - elapsed()
+    if delay > 0:
+        yield Sleep(delay)
+    while True:
+        try:
+            return (yield from node.signal(item.wf, "approve"))
+        except UnknownWorkflow:
+            yield Sleep(poll_ms)  # the start has not committed its first write yet
