@@ -7,6 +7,7 @@ checked here. Every problem is a `ModelFileError` that names the file and the fi
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass, field
 from functools import cache
@@ -18,6 +19,7 @@ import jsonschema
 import yaml
 
 from conformance.errors import ModelFileError
+from conformance.models.declared import declared_constants
 
 DEFAULT_TIMEOUT = 600.0
 
@@ -151,6 +153,13 @@ def parse_model(data: Any, path: Path, tla_dirs: tuple[Path, ...]) -> Model:
         if gate in constants:
             raise bad(f"gates.{gate}", "also given under constants")
         constants[gate] = Constant("bool", on)
+    declared = declared_constants(module_path)
+    for name in constants:
+        if name not in declared:
+            section = "gates" if name in data.get("gates", {}) else "constants"
+            close = difflib.get_close_matches(name, sorted(declared), n=1)
+            hint = f"; did you mean {close[0]}?" if close else f"; it declares {', '.join(sorted(declared)) or 'none'}"
+            raise bad(f"{section}.{name}", f"{data['module']} declares no constant {name} (TLC would ignore it){hint}")
 
     uses_init = "init" in data
     return Model(

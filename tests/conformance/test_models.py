@@ -74,6 +74,9 @@ def test_missing_and_non_mapping_files(tmp_path: Path) -> None:
 
 
 def test_render_cfg_and_wrapper(tmp_path: Path) -> None:
+    (tmp_path / "Counter.tla").write_text(
+        "---- MODULE Counter ----\nEXTENDS Naturals\nCONSTANTS Limit, Cap,\n  Nodes \\* the nodes\n"
+        "CONSTANT Tag, HonourCheck\nVARIABLE x\nInit == x = 0\n====\n")
     m = parse_model(with_(constants={"Limit": {"tla": "1 + 2"}, "Cap": 5, "Nodes": ["n1", "n2"], "Tag": {"string": 'a"b'}},
                           gates={"HonourCheck": False}, properties=["Reaches"], constraint="Bound", check_deadlock=False),
                     tmp_path / "m.yaml", TLA)
@@ -86,6 +89,22 @@ def test_render_cfg_and_wrapper(tmp_path: Path) -> None:
         assert expected in lines
     assert "lp_Limit == 1 + 2" in r.extra_modules["LP_Counter.tla"]
     assert "EXTENDS Counter" in r.extra_modules["LP_Counter.tla"]
+
+
+def test_misspelt_gate_is_refused(tmp_path: Path) -> None:
+    # TLC 2.15 would silently ignore the assignment and check the spec with the gate unset.
+    with pytest.raises(ModelFileError, match=r"field constants.Limt: Counter declares no constant Limt .*did you mean Limit"):
+        load(tmp_path, with_(constants={"Limt": 3, "Cap": 5, "Nodes": ["n1"]}))
+    with pytest.raises(ModelFileError, match=r"field gates.HonorCheck: Counter declares no constant HonorCheck"):
+        load(tmp_path, with_(gates={"HonorCheck": True}))
+
+
+def test_declared_constants_follow_extends(tmp_path: Path) -> None:
+    from conformance.models.declared import declared_constants
+
+    (tmp_path / "Base.tla").write_text("---- MODULE Base ----\nCONSTANTS A, \\* one\n  B(_, _)\n(* CONSTANT Hidden *)\nVARIABLE x\n====\n")
+    (tmp_path / "MCBase.tla").write_text("---- MODULE MCBase ----\nEXTENDS Base, Naturals\nCONSTANT C\nBound == 3\n====\n")
+    assert declared_constants(tmp_path / "MCBase.tla") == {"A", "B", "C"}
 
 
 def test_render_one_property_at_a_time(tmp_path: Path) -> None:
