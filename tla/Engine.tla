@@ -1,0 +1,547 @@
+------------------------------- MODULE Engine -------------------------------
+(***************************************************************************)
+(* The workflow engine's scheduling protocol (impl/engine), as changed by  *)
+(* seed 000_c26494eee3a5b9ef: the in-memory execution queue keeps no copy  *)
+(* when its backstop write honoured an active lease.                       *)
+(*                                                                         *)
+(*   node n1                    store                     node n2          *)
+(*   callers ---CreateInstance--> instance[w]                              *)
+(*           ---Schedule(InMemory)--> task[w] <----Fetch---- fetch loop    *)
+(*   queue[n1][w] <- copy                        queue[n2][w] <- leased    *)
+(*   work[n1][w]: RunStart .. RunEnd, Renew, Remove / RescheduleRetry      *)
+(*                                                                         *)
+(* Every action named like a row of the Engine table in tla/README.md is   *)
+(* one store transaction and one trace event; the others (Tick, Crash,     *)
+(* the fault actions, the caller steps that write nothing) are hidden.     *)
+(*                                                                         *)
+(* Time: `clock` is a small integer; the lease is `Lease` ticks and        *)
+(* `run_after` holds absolute ticks, as in the trace.  When the clock      *)
+(* reaches MaxClock, Tick shifts every stored time down by one instead of  *)
+(* moving the clock (floored at 0), so that behaviours may last forever    *)
+(* (liveness needs that) while the state space stays finite.  The floor    *)
+(* can make two ancient times equal; Remove compares a held lease with the *)
+(* row's run_after, so keep MaxClock above a few leases.                   *)
+(*                                                                         *)
+(* Timing assumption (lifted by faults): a live node's lease does not      *)
+(* lapse under it.  A queued copy is taken, and a running handler renews   *)
+(* or finishes, before its lease ends: Tick is disabled while it would     *)
+(* lapse a lease that a node still holds.  EarlyExpiry (a queued item) and *)
+(* OutliveLease (a running handler) detach a holder from this promise.     *)
+(***************************************************************************)
+EXTENDS Naturals, FiniteSets
+
+CONSTANTS
+    Nodes,            \* the JVMs (impl/engine/node.py), each with its own queue and workers
+    Workflows,        \* workflow instance ids
+    StartNodes,       \* nodes whose caller starts each workflow once (in process)
+    SignalNodes,      \* nodes whose caller signals each workflow once (in process)
+    Lease,            \* the lease, in ticks (run_after = now + Lease)
+    Backoff,          \* the retry delay after a failed run, in ticks
+    MaxRetries,       \* a failed run whose task has retry_count >= MaxRetries is marked FAILED
+    MaxRenewals,      \* renewals per run (0: AUTOMATIC_LEASE_RENEWAL off)
+    MaxClock          \* the clock's window (see the header)
+
+\* Gates (all default on in the engine), impl/engine/gates.py
+CONSTANTS
+    HonourCheck,            \* the seed's fix: no in-memory copy on an honoured lease
+    BumpOnHonoredLease,     \* BUMP_TASK_VERSION_ON_HONORED_LEASE
+    CreateExistingIsNoop,   \* CREATE_EXISTING_WORKFLOW_IS_NOOP
+    ForceSignalInScheduler, \* FORCE_SIGNAL_WORKFLOW_EXEC_IN_SCHEDULER
+    InMemoryStart,          \* a start's second write goes through the execution queue
+    RecoverStrandedStart,   \* a start that finds a RUNNING instance with no row schedules it
+    RecoverAfterLease       \* ... with a row due after a lease (scheduleAfterLease), not now
+
+\* Fault budgets (0 turns a fault off)
+CONSTANTS
+    CrashFaults,        \* node crashes: the node loses its queue and its runs
+    OutliveFaults,      \* a running handler outlives its lease
+    EarlyExpiryFaults,  \* a lease lapses under a copy still waiting in its queue
+    StoreErrorFaults,   \* a finishing write commits nothing (the worker gives up)
+    CallerFaults,       \* a start's caller fails between its two writes
+    SignalFaults,       \* a signal's caller fails between its update and its schedule
+    UserFailures,       \* runs whose handler throws (result "failed")
+    StartRetries        \* a failed start's caller retries the start
+
+ASSUME /\ Lease \in Nat \ {0} /\ Backoff \in Nat /\ MaxClock \in Nat \ {0}
+       /\ MaxRetries \in Nat /\ MaxRenewals \in Nat
+       /\ StartNodes \subseteq Nodes /\ SignalNodes \subseteq Nodes
+
+Terminal == {"COMPLETED", "FAILED"}
+LiveTask == {"PENDING", "RUNNING"}
+MaxTime  == MaxClock + Lease + Backoff
+
+-----------------------------------------------------------------------------
+(* The store: impl/engine/store.py (sqlite, mysql) and its in-memory twin.  *)
+
+\* The workflow instance row; "ABSENT" stands for no row (null in the trace).
+VARIABLE instance
+InstanceOK == instance \in [Workflows -> [status : {"ABSENT", "RUNNING"} \cup Terminal,
+                                          version : Nat]]
+
+\* The scheduler row of the workflow's task; "ABSENT" once removed (null in the trace).
+\* There is no lease column: the lease is run_after.  COMPLETED rows are deleted, FAILED
+\* rows are the dead letters.
+VARIABLE task
+TaskOK == task \in [Workflows -> [status : {"ABSENT", "FAILED"} \cup LiveTask,
+                                  run_after : 0..MaxTime, version : Nat,
+                                  retry_count : Nat]]
+
+VARIABLE clock
+ClockOK == clock \in 0..MaxClock
+
+-----------------------------------------------------------------------------
+(* The nodes: impl/engine/queue.py (execution queue), impl/engine/worker.py *)
+
+\* What a node holds of a workflow: a task as its worker knows it.  `lease` and `version`
+\* are the run_after and version the node last wrote or read; `bound` is the timing
+\* assumption (see the header); `snap` is the instance version a run read at RunStart.
+Phases  == {"none", "queued", "running", "ended", "rerun"}
+Results == {"none", "completed", "failed", "conflict"}
+Item == [phase : Phases, source : {"none", "memory", "store"}, version : Nat,
+         lease : 0..MaxTime, retry : Nat, bound : BOOLEAN, snap : Nat,
+         result : Results, renewals : Nat]
+NoItem == [phase |-> "none", source |-> "none", version |-> 0, lease |-> 0, retry |-> 0,
+           bound |-> FALSE, snap |-> 0, result |-> "none", renewals |-> 0]
+
+\* queue[n][w]: the copy or fetched task waiting in n's execution queue (one per id).
+VARIABLE queue
+QueueOK == queue \in [Nodes -> [Workflows -> Item]]
+
+\* work[n][w]: the task n's worker took: running, ended (finishing) or about to rerun.
+\* One worker per workflow per node: a second copy on the same node waits for the first.
+VARIABLE work
+WorkOK == work \in [Nodes -> [Workflows -> Item]]
+
+-----------------------------------------------------------------------------
+(* The callers: impl/engine/engine.py start_workflow and signal.           *)
+
+\* "created": between the two writes of a start; "recovering": a start that found a
+\* stranded RUNNING instance and will schedule it; "awaiting": its copy is queued here and
+\* will complete its result future; "polling": ResultUnavailable, it polls the store.
+StarterPhases == {"idle", "created", "recovering", "failed", "awaiting", "polling"}
+VARIABLE starter
+StarterOK == starter \in [Nodes -> [Workflows -> StarterPhases]]
+
+\* "updated": between the signal's instance update and its schedule.
+SignallerPhases == {"idle", "updated", "failed", "awaiting", "polling"}
+VARIABLE signaller
+SignallerOK == signaller \in [Nodes -> [Workflows -> SignallerPhases]]
+
+\* What is left of each fault budget.
+VARIABLE budget
+BudgetOK == budget \in [crash : Nat, outlive : Nat, expiry : Nat, storeError : Nat,
+                        caller : Nat, signal : Nat, user : Nat, retry : Nat]
+
+storeVars  == <<instance, task, clock>>
+nodeVars   == <<queue, work>>
+callerVars == <<starter, signaller>>
+vars == <<instance, task, clock, queue, work, starter, signaller, budget>>
+
+TypeOK == InstanceOK /\ TaskOK /\ ClockOK /\ QueueOK /\ WorkOK /\ StarterOK
+          /\ SignallerOK /\ BudgetOK
+
+-----------------------------------------------------------------------------
+Init ==
+    /\ instance = [w \in Workflows |-> [status |-> "ABSENT", version |-> 0]]
+    /\ task = [w \in Workflows |-> [status |-> "ABSENT", run_after |-> 0, version |-> 0,
+                                    retry_count |-> 0]]
+    /\ clock = 0
+    /\ queue = [n \in Nodes |-> [w \in Workflows |-> NoItem]]
+    /\ work = [n \in Nodes |-> [w \in Workflows |-> NoItem]]
+    /\ starter = [n \in Nodes |-> [w \in Workflows |->
+                    IF n \in StartNodes THEN "idle" ELSE "polling"]]
+    /\ signaller = [n \in Nodes |-> [w \in Workflows |->
+                    IF n \in SignalNodes THEN "idle" ELSE "polling"]]
+    /\ budget = [crash |-> CrashFaults, outlive |-> OutliveFaults,
+                 expiry |-> EarlyExpiryFaults, storeError |-> StoreErrorFaults,
+                 caller |-> CallerFaults, signal |-> SignalFaults, user |-> UserFailures,
+                 retry |-> StartRetries]
+
+-----------------------------------------------------------------------------
+(* The scheduler's decisions, pure.  impl/engine/scheduler.py               *)
+
+\* Task.hasActiveLease: a live row due later, but within a lease.  A row already due is
+\* nobody's lease; a row due further out than a lease is a plain delayed row.
+HasActiveLease(t) == t.status \in LiveTask /\ clock < t.run_after /\ t.run_after <= clock + Lease
+
+\* schedule_with_outcome(run_after, honour_leases): the outcome of the one transaction.
+ScheduleOutcome(w, honour) ==
+    IF task[w].status = "ABSENT" THEN "inserted"
+    ELSE IF honour /\ HasActiveLease(task[w])
+         THEN IF BumpOnHonoredLease THEN "bumped" ELSE "honoured"
+         ELSE "overwritten"
+
+\* The row it leaves.  An inserted row starts again at version 1 (the ABA hazard).
+\* A FAILED (dead-letter) row is overwritten like any row without an active lease.
+ScheduledRow(w, runAfter, outcome) ==
+    CASE outcome = "inserted" ->
+            [status |-> "PENDING", run_after |-> runAfter, version |-> 1, retry_count |-> 0]
+      [] outcome = "bumped" -> [task[w] EXCEPT !.version = @ + 1]
+      [] outcome = "honoured" -> task[w]
+      [] outcome = "overwritten" ->
+            [status |-> "PENDING", run_after |-> runAfter, version |-> task[w].version + 1,
+             retry_count |-> 0]
+
+\* A copy in the execution queue: it carries the row as the write left it.
+CopyOf(row) == [NoItem EXCEPT !.phase = "queued", !.source = "memory",
+                !.version = row.version, !.lease = row.run_after,
+                !.retry = row.retry_count, !.bound = TRUE]
+
+-----------------------------------------------------------------------------
+(* Caller steps.  A caller's schedule is the second write of a start or a  *)
+(* signal.  Which write it is:                                             *)
+\*   InMemoryWrite(n, w): the start or signal goes through n's execution queue.
+\*   PersistentAt(n, w):  its run_after when it writes the row directly.
+StartsInMemory(n, w) ==
+    \/ starter[n][w] = "created" /\ InMemoryStart
+    \/ starter[n][w] = "recovering" /\ InMemoryStart /\ ~RecoverAfterLease
+SignalsInMemory(n, w) == signaller[n][w] = "updated" /\ ~ForceSignalInScheduler
+
+\* The caller phase after its schedule: a copy queued here completes its result future;
+\* otherwise it gets ResultUnavailable and polls the store (seed: Scheduled.queuedInMemory).
+AfterSchedule(phase, queued) ==
+    IF phase \in {"created", "recovering", "updated"}
+    THEN IF queued THEN "awaiting" ELSE "polling"
+    ELSE phase
+
+\* create_instance: start, write 1.  impl/engine/engine.py start_workflow
+CreateInstance(n, w) ==
+    /\ starter[n][w] = "idle"
+    /\ IF instance[w].status = "ABSENT"
+       THEN /\ instance' = [instance EXCEPT ![w] = [status |-> "RUNNING", version |-> 1]]
+            /\ starter' = [starter EXCEPT ![n][w] = "created"]
+       ELSE /\ UNCHANGED instance
+            /\ starter' = [starter EXCEPT ![n][w] =
+                 CASE instance[w].status \in Terminal -> "polling"
+                   [] ~CreateExistingIsNoop -> "created"   \* start it again
+                      \* the stranded-start recovery: a RUNNING instance with no live row
+                   [] RecoverStrandedStart /\ task[w].status \notin LiveTask -> "recovering"
+                   [] OTHER -> "polling"]
+    /\ UNCHANGED <<task, clock, queue, work, signaller, budget>>
+
+\* update_instance: signal, write 1 (a versioned read-modify-write, one transaction here).
+UpdateInstance(n, w) ==
+    /\ signaller[n][w] = "idle"
+    /\ instance[w].status # "ABSENT"          \* a signal is sent to a started workflow
+    /\ IF instance[w].status = "RUNNING"
+       THEN /\ instance' = [instance EXCEPT ![w].version = @ + 1]
+            /\ signaller' = [signaller EXCEPT ![n][w] = "updated"]
+       ELSE /\ UNCHANGED instance
+            /\ signaller' = [signaller EXCEPT ![n][w] = "polling"]
+    /\ UNCHANGED <<task, clock, queue, work, starter, budget>>
+
+\* schedule: a caller writes the row directly (honouring leases).
+\* impl/engine/scheduler.py schedule_with_outcome
+Schedule(n, w) ==
+    \E who \in {"starter", "signaller"} :
+        /\ IF who = "starter"
+           THEN starter[n][w] \in {"created", "recovering"} /\ ~StartsInMemory(n, w)
+           ELSE signaller[n][w] = "updated" /\ ForceSignalInScheduler
+        /\ LET runAfter == IF who = "starter" /\ starter[n][w] = "recovering"
+                              /\ RecoverAfterLease
+                           THEN clock + Lease   \* scheduleAfterLease
+                           ELSE clock
+               outcome == ScheduleOutcome(w, TRUE)
+           IN task' = [task EXCEPT ![w] = ScheduledRow(w, runAfter, outcome)]
+        /\ IF who = "starter"
+           THEN /\ starter' = [starter EXCEPT ![n][w] = "polling"]
+                /\ UNCHANGED signaller
+           ELSE /\ signaller' = [signaller EXCEPT ![n][w] = "polling"]
+                /\ UNCHANGED starter
+        /\ UNCHANGED <<instance, clock, queue, work, budget>>
+
+\* schedule_in_memory: the execution queue's backstop write (run_after = now + lease,
+\* honouring leases) and its in-memory copy.  impl/engine/queue.py
+\* The seed's fix: when the write honoured an active lease, queue no copy.
+ScheduleInMemory(n, w) ==
+    \E who \in {"starter", "signaller"} :
+        /\ IF who = "starter" THEN StartsInMemory(n, w) ELSE SignalsInMemory(n, w)
+        /\ queue[n][w].phase = "none"
+        /\ LET outcome == ScheduleOutcome(w, TRUE)
+               row == ScheduledRow(w, clock + Lease, outcome)
+               queued == ~HonourCheck \/ outcome \notin {"honoured", "bumped"}
+           IN /\ task' = [task EXCEPT ![w] = row]
+              /\ queue' = [queue EXCEPT ![n][w] = IF queued THEN CopyOf(row) ELSE @]
+              /\ IF who = "starter"
+                 THEN /\ starter' = [starter EXCEPT ![n][w] = AfterSchedule(@, queued)]
+                      /\ UNCHANGED signaller
+                 ELSE /\ signaller' = [signaller EXCEPT ![n][w] = AfterSchedule(@, queued)]
+                      /\ UNCHANGED starter
+        /\ UNCHANGED <<instance, clock, work, budget>>
+
+\* Hidden: the id is already queued on this node, so nothing is written and no copy
+\* carries this caller's payload: ResultUnavailable.
+AlreadyQueued(n, w) ==
+    /\ StartsInMemory(n, w) \/ SignalsInMemory(n, w)
+    /\ queue[n][w].phase # "none"
+    /\ starter' = [starter EXCEPT ![n][w] =
+                    IF StartsInMemory(n, w) THEN "polling" ELSE @]
+    /\ signaller' = [signaller EXCEPT ![n][w] =
+                    IF ~StartsInMemory(n, w) THEN "polling" ELSE @]
+    /\ UNCHANGED <<instance, task, clock, queue, work, budget>>
+
+\* Hidden fault: a start's caller fails between its two writes.
+CallerFails(n, w) ==
+    /\ budget.caller > 0
+    /\ starter[n][w] \in {"created", "recovering"}
+    /\ starter' = [starter EXCEPT ![n][w] = "failed"]
+    /\ budget' = [budget EXCEPT !.caller = @ - 1]
+    /\ UNCHANGED <<instance, task, clock, queue, work, signaller>>
+
+\* Hidden: the failed start's caller tries the start again.
+RetryStart(n, w) ==
+    /\ budget.retry > 0
+    /\ starter[n][w] = "failed"
+    /\ starter' = [starter EXCEPT ![n][w] = "idle"]
+    /\ budget' = [budget EXCEPT !.retry = @ - 1]
+    /\ UNCHANGED <<instance, task, clock, queue, work, signaller>>
+
+\* Hidden fault: a signal's caller fails after its update, before it schedules.
+SignalFails(n, w) ==
+    /\ budget.signal > 0
+    /\ signaller[n][w] = "updated"
+    /\ signaller' = [signaller EXCEPT ![n][w] = "failed"]
+    /\ budget' = [budget EXCEPT !.signal = @ - 1]
+    /\ UNCHANGED <<instance, task, clock, queue, work, starter>>
+
+-----------------------------------------------------------------------------
+(* Worker steps.  impl/engine/worker.py                                    *)
+
+\* fetch: lease one due row (WHERE version = v).  The leased task joins the queue, or is
+\* dropped when the id is already queued here (its lease then lapses unused).
+Fetch(n, w) ==
+    /\ task[w].status \in LiveTask
+    /\ task[w].run_after <= clock
+    /\ LET row == [task[w] EXCEPT !.status = "RUNNING", !.run_after = clock + Lease,
+                                  !.version = @ + 1, !.retry_count = @ + 1]
+       IN /\ task' = [task EXCEPT ![w] = row]
+          /\ queue' = [queue EXCEPT ![n][w] =
+                IF @.phase = "none"
+                THEN [CopyOf(row) EXCEPT !.source = "store"]
+                ELSE @]
+    /\ UNCHANGED <<instance, clock, work, starter, signaller, budget>>
+
+\* run_start: the taker hands a queued task to a worker (or a rerun begins), and the
+\* handler reads the instance.  From here to RunEnd the run is in progress.
+RunStart(n, w) ==
+    \/ /\ work[n][w].phase = "none"
+       /\ queue[n][w].phase = "queued"
+       /\ work' = [work EXCEPT ![n][w] = [queue[n][w] EXCEPT !.phase = "running",
+                                           !.snap = instance[w].version]]
+       /\ queue' = [queue EXCEPT ![n][w] = NoItem]
+       /\ UNCHANGED <<instance, task, clock, starter, signaller, budget>>
+    \/ /\ work[n][w].phase = "rerun"
+       /\ work' = [work EXCEPT ![n][w].phase = "running", ![n][w].snap = instance[w].version,
+                               ![n][w].result = "none"]
+       /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, budget>>
+
+\* run_end: the handler's versioned write of the instance.  It saves only over the
+\* version it read and only on a RUNNING instance; otherwise nothing is written.
+RunEnd(n, w) ==
+    /\ work[n][w].phase = "running"
+    /\ LET fresh == instance[w].status = "RUNNING" /\ instance[w].version = work[n][w].snap
+       IN \E result \in IF fresh
+                        THEN IF budget.user > 0 THEN {"completed", "failed"} ELSE {"completed"}
+                        ELSE {"conflict"} :
+            /\ instance' = [instance EXCEPT ![w] =
+                 CASE result = "completed" -> [status |-> "COMPLETED", version |-> @.version + 1]
+                   [] result = "failed" -> [@ EXCEPT !.version = @ + 1]
+                   [] OTHER -> @]
+            /\ budget' = [budget EXCEPT !.user = IF result = "failed" THEN @ - 1 ELSE @]
+            /\ work' = [work EXCEPT ![n][w].phase = "ended", ![n][w].result = result]
+    /\ UNCHANGED <<task, clock, queue, starter, signaller>>
+
+\* renew: renew_lease while the handler runs (WHERE version = v).  A worker renews when
+\* its lease would lapse at the next tick; a run renews at most MaxRenewals times.
+Renew(n, w) ==
+    /\ work[n][w].phase = "running"
+    /\ work[n][w].renewals < MaxRenewals
+    /\ work[n][w].lease <= clock + 1
+    /\ IF task[w].status \in LiveTask /\ task[w].version = work[n][w].version
+       THEN /\ task' = [task EXCEPT ![w].run_after = clock + Lease, ![w].version = @ + 1]
+            /\ work' = [work EXCEPT ![n][w].version = @ + 1, ![n][w].lease = clock + Lease,
+                                    ![n][w].bound = TRUE, ![n][w].renewals = @ + 1]
+       ELSE /\ UNCHANGED task                       \* conflict: the lease is not ours
+            /\ work' = [work EXCEPT ![n][w].renewals = @ + 1]
+    /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget>>
+
+\* The outcome of finishing with a versioned write (finishTask).
+FinishOutcome(n, w) ==
+    CASE task[w].status = "ABSENT" -> "gone"
+      [] task[w].version = work[n][w].version -> "ok"
+      [] task[w].run_after = work[n][w].lease -> "rerun"   \* a rerun recorded on our lease
+      [] OTHER -> "lost"
+
+\* remove: finish a run (completed, or a save that conflicted) by DELETE ... WHERE
+\* version = v.  On a version mismatch: row gone -> removed elsewhere; same run_after as
+\* held -> a rerun was recorded on our lease -> run again at once; else lease lost.
+Remove(n, w) ==
+    /\ work[n][w].phase = "ended"
+    /\ work[n][w].result \in {"completed", "conflict"}
+    /\ LET o == FinishOutcome(n, w) IN
+       /\ task' = IF o = "ok"
+                  THEN [task EXCEPT ![w] = [@ EXCEPT !.status = "ABSENT"]]
+                  ELSE task
+       /\ work' = [work EXCEPT ![n][w] =
+                    IF o = "rerun"
+                    THEN [@ EXCEPT !.phase = "rerun", !.version = task[w].version]
+                    ELSE NoItem]
+    /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget>>
+
+\* reschedule_retry: finish a failed run with retries left: PENDING, later run_after,
+\* version+1, WHERE version = v.  A conflict leaves the row to whoever holds it now.
+RescheduleRetry(n, w) ==
+    /\ work[n][w].phase = "ended"
+    /\ work[n][w].result = "failed"
+    /\ work[n][w].retry < MaxRetries
+    /\ task' = IF FinishOutcome(n, w) = "ok"
+               THEN [task EXCEPT ![w].status = "PENDING", ![w].run_after = clock + Backoff,
+                                 ![w].version = @ + 1]
+               ELSE task
+    /\ work' = [work EXCEPT ![n][w] = NoItem]
+    /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget>>
+
+\* mark_failed: past MaxRetries the row becomes FAILED (dead letter) and, in the same
+\* transaction, a RUNNING instance becomes FAILED.
+MarkFailed(n, w) ==
+    /\ work[n][w].phase = "ended"
+    /\ work[n][w].result = "failed"
+    /\ work[n][w].retry >= MaxRetries
+    /\ IF FinishOutcome(n, w) = "ok"
+       THEN /\ task' = [task EXCEPT ![w].status = "FAILED", ![w].version = @ + 1]
+            /\ instance' = [instance EXCEPT ![w] =
+                             IF @.status = "RUNNING"
+                             THEN [status |-> "FAILED", version |-> @.version + 1]
+                             ELSE @]
+       ELSE UNCHANGED <<task, instance>>
+    /\ work' = [work EXCEPT ![n][w] = NoItem]
+    /\ UNCHANGED <<clock, queue, starter, signaller, budget>>
+
+-----------------------------------------------------------------------------
+(* Hidden steps: time and faults.                                           *)
+
+\* A node still holds the lease on w's row and is promised it will not lapse under it.
+HoldsLease(n, w) ==
+    \E it \in {queue[n][w], work[n][w]} :
+        /\ it.phase # "none"
+        /\ it.bound
+        /\ task[w].status \in LiveTask
+        /\ task[w].run_after = it.lease
+
+Shift(t) == IF t > 0 THEN t - 1 ELSE 0
+ShiftItem(it) == [it EXCEPT !.lease = Shift(@)]
+
+\* The clock moves one tick, when some row waits for time and no held lease would lapse.
+\* At MaxClock every stored time moves down instead (see the header).
+Tick ==
+    /\ \E w \in Workflows : task[w].status \in LiveTask /\ task[w].run_after > clock
+    /\ \A n \in Nodes, w \in Workflows :
+          HoldsLease(n, w) => task[w].run_after > clock + 1
+    /\ IF clock < MaxClock
+       THEN /\ clock' = clock + 1
+            /\ UNCHANGED <<task, queue, work>>
+       ELSE /\ UNCHANGED clock
+            /\ task' = [w \in Workflows |-> [task[w] EXCEPT !.run_after = Shift(@)]]
+            /\ queue' = [n \in Nodes |-> [w \in Workflows |-> ShiftItem(queue[n][w])]]
+            /\ work' = [n \in Nodes |-> [w \in Workflows |-> ShiftItem(work[n][w])]]
+    /\ UNCHANGED <<instance, starter, signaller, budget>>
+
+\* A node crashes and restarts at once: its queue and its runs are gone (their rows stay,
+\* leased until they lapse).  Its callers are separate processes (see CallerFails).
+Crash(n) ==
+    /\ budget.crash > 0
+    /\ \E w \in Workflows : queue[n][w].phase # "none" \/ work[n][w].phase # "none"
+    /\ queue' = [queue EXCEPT ![n] = [w \in Workflows |-> NoItem]]
+    /\ work' = [work EXCEPT ![n] = [w \in Workflows |-> NoItem]]
+    /\ budget' = [budget EXCEPT !.crash = @ - 1]
+    /\ UNCHANGED <<instance, task, clock, starter, signaller>>
+
+\* A running handler outlives its lease: the lease may now lapse while it runs.
+OutliveLease(n, w) ==
+    /\ budget.outlive > 0
+    /\ work[n][w].phase = "running" /\ work[n][w].bound
+    /\ work' = [work EXCEPT ![n][w].bound = FALSE]
+    /\ budget' = [budget EXCEPT !.outlive = @ - 1]
+    /\ UNCHANGED <<instance, task, clock, queue, starter, signaller>>
+
+\* A lease lapses early under a task still waiting in a queue (finding 3 of the seed).
+EarlyExpiry(n, w) ==
+    /\ budget.expiry > 0
+    /\ queue[n][w].phase = "queued" /\ queue[n][w].bound
+    /\ queue' = [queue EXCEPT ![n][w].bound = FALSE]
+    /\ budget' = [budget EXCEPT !.expiry = @ - 1]
+    /\ UNCHANGED <<instance, task, clock, work, starter, signaller>>
+
+\* A finishing write fails in the store: nothing commits, the worker gives the task up
+\* and the row stays until its lease lapses.
+StoreError(n, w) ==
+    /\ budget.storeError > 0
+    /\ work[n][w].phase = "ended"
+    /\ work' = [work EXCEPT ![n][w] = NoItem]
+    /\ budget' = [budget EXCEPT !.storeError = @ - 1]
+    /\ UNCHANGED <<instance, task, clock, queue, starter, signaller>>
+
+-----------------------------------------------------------------------------
+CallerStep(n, w) ==
+    \/ CreateInstance(n, w) \/ UpdateInstance(n, w) \/ Schedule(n, w)
+    \/ ScheduleInMemory(n, w) \/ AlreadyQueued(n, w) \/ RetryStart(n, w)
+
+WorkerStep(n, w) ==
+    \/ Fetch(n, w) \/ RunStart(n, w) \/ RunEnd(n, w) \/ Remove(n, w)
+    \/ RescheduleRetry(n, w) \/ MarkFailed(n, w)
+
+Fault(n, w) ==
+    \/ Crash(n) \/ OutliveLease(n, w) \/ EarlyExpiry(n, w) \/ StoreError(n, w)
+    \/ CallerFails(n, w) \/ SignalFails(n, w)
+
+Next ==
+    \/ \E n \in Nodes, w \in Workflows :
+          CallerStep(n, w) \/ WorkerStep(n, w) \/ Renew(n, w) \/ Fault(n, w)
+    \/ Tick
+
+\* NoLongPauses: a caller does not stall forever, in particular not between the two
+\* writes of a start.  A caller can still fail there (CallerFails), which is a fault.
+NoLongPauses == \A n \in Nodes : WF_vars(\E w \in Workflows : CallerStep(n, w))
+
+\* Workers keep working and time keeps moving.  Renew and faults get no fairness.
+WorkersProgress ==
+    /\ \A n \in Nodes : WF_vars(\E w \in Workflows : WorkerStep(n, w))
+    /\ WF_vars(Tick)
+
+Spec == Init /\ [][Next]_vars /\ NoLongPauses /\ WorkersProgress
+
+-----------------------------------------------------------------------------
+(* Properties                                                              *)
+
+Running(n, w) == work[n][w].phase = "running"
+
+\* Never two runs of one workflow in progress at once (on any nodes).
+NoOverlappingRuns ==
+    \A w \in Workflows : \A n, m \in Nodes : Running(n, w) /\ Running(m, w) => n = m
+
+\* A RUNNING workflow always has something that will drive it: a live row, a queued task
+\* or a run in progress on some node, a caller between its two writes, or a start still to
+\* come (a caller yet to start it, or a failed start whose caller will retry) when a start
+\* of a RUNNING instance schedules it (no-op gate off, or the stranded-start recovery).
+StartWillSchedule == ~CreateExistingIsNoop \/ RecoverStrandedStart
+Driven(w) ==
+    \/ task[w].status \in LiveTask
+    \/ \E n \in Nodes : \/ queue[n][w].phase # "none"
+                        \/ work[n][w].phase \in {"running", "rerun"}
+                        \/ starter[n][w] \in {"created", "recovering"}
+                        \/ signaller[n][w] = "updated"
+                        \/ /\ StartWillSchedule
+                           /\ \/ starter[n][w] = "idle"
+                              \/ starter[n][w] = "failed" /\ budget.retry > 0
+RunningIsDriven == \A w \in Workflows : instance[w].status = "RUNNING" => Driven(w)
+
+\* A terminal workflow stays as it is (an action property).
+TerminalIsStable ==
+    [][\A w \in Workflows :
+         instance[w].status \in Terminal => instance'[w].status = instance[w].status]_vars
+
+\* Every started workflow reaches a terminal state.
+EventuallyDone ==
+    \A w \in Workflows : (instance[w].status = "RUNNING") ~> (instance[w].status \in Terminal)
+
+=============================================================================

@@ -1,0 +1,18 @@
+------------------------------ MODULE MCEngine ------------------------------
+(***************************************************************************)
+(* Bounds for the engine models in models/engine/.  The model files set    *)
+(* the constants and gates of Engine; this module adds what only model     *)
+(* checking needs.                                                         *)
+(***************************************************************************)
+EXTENDS Engine
+
+\* A safety net for safety-only runs: versions stay small in every model we check, so a
+\* run that leaves this bound means a budget is missing somewhere.
+MaxVersion == 12
+StateBound ==
+    \A w \in Workflows : instance[w].version <= MaxVersion /\ task[w].version <= MaxVersion
+
+\* The checks that every model states: one name, so a model file lists it once.
+SafetyInv == TypeOK /\ NoOverlappingRuns /\ RunningIsDriven
+
+=============================================================================
