@@ -7,6 +7,7 @@ once with one worker each beats running them one after the other with two.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -14,6 +15,14 @@ from pathlib import Path
 from conformance.check.compare import Outcome, outcome
 from conformance.check.runner import Tlc, check_model, default_workers
 from conformance.models.model import Model
+
+_PROGRESS = re.compile(r"^Progress\(\d+\) at .*?: [\d,]+ states generated .*?, ([\d,]+) distinct states found")
+
+
+def progress_states(line: str) -> int | None:
+    """The distinct-state count of a TLC progress line (message 2200), else None."""
+    m = _PROGRESS.match(line)
+    return int(m.group(1).replace(",", "")) if m else None
 
 
 def run_suite(
@@ -24,15 +33,25 @@ def run_suite(
     on_start: Callable[[Model], None] | None = None,
     on_done: Callable[[Outcome], None] | None = None,
     keep_dir: Path | None = None,
+    on_progress: Callable[[Model, int], None] | None = None,
 ) -> list[Outcome]:
-    """Check every model; returns the outcomes in the order the models were given."""
+    """Check every model; returns the outcomes in the order the models were given.
+
+    `on_progress(model, distinct_states)` is called as TLC reports progress (about once a minute
+    for long runs, and at the end).
+    """
     models = list(models)
     per_run = workers or max(1, default_workers() // max(1, jobs))
 
     def one(model: Model) -> Outcome:
         if on_start is not None:
             on_start(model)
-        result = outcome(model, check_model(model, tlc, per_run, keep_dir=keep_dir))
+        def line(text: str) -> None:
+            found = progress_states(text)
+            if found is not None and on_progress is not None:
+                on_progress(model, found)
+
+        result = outcome(model, check_model(model, tlc, per_run, on_line=line, keep_dir=keep_dir))
         if on_done is not None:
             on_done(result)
         return result

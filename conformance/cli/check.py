@@ -77,20 +77,30 @@ def run(args: argparse.Namespace) -> int:
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True, disable=not console.is_terminal) as progress:
         task = progress.add_task(f"checking {len(models)} models", total=len(models))
-        running: set[str] = set()
+        running: dict[str, int] = {}
+
+        def show() -> None:
+            parts = [f"{name} ({n:,} states)" if n else name for name, n in sorted(running.items())]
+            progress.update(task, description=f"checking {', '.join(parts)}")
 
         def started(m: Model) -> None:
-            running.add(m.name)
-            progress.update(task, description=f"checking {', '.join(sorted(running))}")
+            running[m.name] = 0
+            show()
+
+        def advanced(m: Model, distinct: int) -> None:
+            if m.name in running:
+                running[m.name] = distinct
+                show()
 
         def done(o: Outcome) -> None:
-            running.discard(o.model.name)
+            running.pop(o.model.name, None)
             progress.advance(task)
             if not console.is_terminal and not args.json:  # a CI log: one line per model as it ends
                 mark = "PASS" if o.passed else "FAIL"
                 print(f"{mark} {o.model.name}: {o.verdict.summary()} ({o.verdict.stats.seconds:.1f} s)", flush=True)
 
-        outcomes = run_suite(models, tlc, jobs=jobs, workers=args.workers, on_start=started, on_done=done, keep_dir=args.keep)
+        outcomes = run_suite(models, tlc, jobs=jobs, workers=args.workers, on_start=started, on_done=done,
+                              keep_dir=args.keep, on_progress=advanced)
 
     if args.junit:
         args.junit.parent.mkdir(parents=True, exist_ok=True)

@@ -62,3 +62,11 @@ def test_jar_override_and_default(tmp_path: Path) -> None:
 
 def test_java_is_found_on_this_machine() -> None:
     assert os.access(find_java(), os.X_OK)
+
+
+def test_progress_lines() -> None:
+    from conformance.check.suite import progress_states
+
+    line = "Progress(4) at 2026-11-30 16:47:20: 8 states generated (1,153 s/min), 1,208 distinct states found (1,153 ds/min), 3 states left on queue."
+    assert progress_states(line) == 1208
+    assert progress_states("Finished in 420ms at (2026-11-30 16:47:20)") is None
