@@ -49,6 +49,7 @@ class SimConfig:
     settings: Settings = SIM_SETTINGS
     gates: Gates = field(default_factory=Gates)
     max_steps: int = 600
+    handler_steps: int = 3         # a plain handler yields up to this many times (time may pass)
     ticks: tuple[int, ...] = (10, 60, 150)
 
 
@@ -68,8 +69,8 @@ class SimApp:
         return "processing" if self.rng.random() < 0.3 else "succeeded"
 
 
-def _plain_handler(rng: random.Random) -> Generator[None, None, bool | str]:
-    for _ in range(rng.randrange(0, 4)):
+def _plain_handler(rng: random.Random, max_steps: int) -> Generator[None, None, bool | str]:
+    for _ in range(rng.randrange(0, max_steps + 1)):
         yield
     return rng.choice(["done", "done", "done", "not_done", "threw"])
 
@@ -173,7 +174,7 @@ class Simulation:
         if self.config.system == "command":
             gen = self.procs[n].steps(inv)
         else:
-            gen = _plain_handler(self.rng)
+            gen = _plain_handler(self.rng, self.config.handler_steps)
         self.running[n].append(_Running(inv, gen))
 
     def _step(self, n: str, i: int) -> None:
