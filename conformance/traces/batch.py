@@ -1,0 +1,180 @@
+"""Checking many traces in one TLC run, and splitting the verdicts back per trace.
+
+    traces ──group by (system, constants)──► batches ──render──► TraceData + TraceRun + cfg
+                                                                        │ one TLC run each
+    verdict per trace ◄──read the PrintT lines (L / ACCEPT / DIFF)──────┘
+
+A JVM start costs more than checking a short trace, so a batch holds up to `batch_size`
+traces; `Init` picks the trace index `t`, and each trace is explored on its own. When TLC fails
+on a batch (an evaluation error, a timeout), the batch is split in halves and re-checked until
+the failing trace stands alone and gets its own `inconclusive` verdict, so that the verdicts of
+a batch are always those of checking each trace alone.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from conformance.check.runner import Tlc, default_workers
+from conformance.output.messages import parse_messages, walk
+from conformance.output.values import format_value, parse_value
+from conformance.output.verdict import Kind, Verdict, verdict_from_output
+from conformance.tlc.command import TlcInvocation, tlc_command
+from conformance.tlc.process import run_tlc
+from conformance.traces.system import System, constants_for
+from conformance.traces.to_tla import tla_value, trace_literal
+from conformance.traces.trace import Diff, Trace, TraceKind, TraceVerdict
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Traces of one system sharing the spec's constants, checked in one TLC run."""
+
+    system: System
+    constants: tuple[tuple[str, Any], ...]
+    traces: tuple[Trace, ...]
+
+
+@dataclass(frozen=True)
+class Prints:
+    """What the trace spec printed: lines explained per trace, accepted traces, field diffs."""
+
+    explained: dict[int, int]
+    accepted: frozenset[int]
+    diffs: dict[tuple[int, int], list[Diff]]
+
+
+def group(traces: list[Trace], system: System, batch_size: int) -> list[Batch]:
+    """Traces grouped by the constants their headers give, in batches of at most `batch_size`."""
+    groups: dict[str, list[Trace]] = defaultdict(list)
+    consts: dict[str, tuple[tuple[str, Any], ...]] = {}
+    for t in traces:
+        c = tuple(sorted(constants_for(system, t).items()))
+        key = json.dumps(c, sort_keys=True)
+        groups[key].append(t)
+        consts[key] = c
+    out = []
+    for key, members in groups.items():
+        for i in range(0, len(members), batch_size):
+            out.append(Batch(system, consts[key], tuple(members[i : i + batch_size])))
+    return out
+
+
+@cache
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.PackageLoader("conformance.traces", "templates"), undefined=jinja2.StrictUndefined,
+                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+
+
+def constant_text(name: str, value: Any) -> str:
+    """A constant's value as TLA+: lists become sets (of nodes, say), the rest as in traces."""
+    if isinstance(value, list):
+        return "{" + ", ".join(tla_value(v, f"constant {name}") for v in value) + "}"
+    return tla_value(value, f"constant {name}")
+
+
+def render_batch(batch: Batch) -> dict[str, str]:
+    """The generated files of a batch: TraceData.tla, TraceRun.tla, TraceRun.cfg."""
+    literals = [trace_literal(t.events, batch.system.time_fields, label=t.source) for t in batch.traces]
+    constants = [(n, constant_text(n, v)) for n, v in batch.constants]
+    env = _env()
+    return {
+        "TraceData.tla": env.get_template("TraceData.tla.j2").render(count=len(literals), system=batch.system.name, traces=literals),
+        "TraceRun.tla": env.get_template("TraceRun.tla.j2").render(spec=batch.system.spec, constants=constants),
+        "TraceRun.cfg": env.get_template("TraceRun.cfg.j2").render(constants=constants),
+    }
+
+
+def read_prints(output: str) -> Prints:
+    """The L / ACCEPT / DIFF lines a trace spec printed (see tla/TraceCheck.tla)."""
+    explained: dict[int, int] = {}
+    accepted: set[int] = set()
+    diffs: dict[tuple[int, int], list[Diff]] = defaultdict(list)
+    for message in walk(parse_messages(output)):
+        for line in message.body.splitlines():
+            line = line.strip()
+            if not line.startswith('<<"'):
+                continue
+            try:
+                value = parse_value(line)
+            except Exception:  # a print of the spec's own, not ours
+                continue
+            if not isinstance(value, tuple) or not value:
+                continue
+            if value[0] == "L" and len(value) == 3:
+                explained[value[1]] = max(explained.get(value[1], 0), value[2])
+            elif value[0] == "ACCEPT" and len(value) == 2:
+                accepted.add(value[1])
+            elif value[0] == "DIFF" and len(value) == 4 and isinstance(value[3], dict):
+                for field, pair in value[3].items():
+                    d = Diff(str(field), format_value(pair[0]), format_value(pair[1]))
+                    if d not in diffs[(value[1], value[2])]:
+                        diffs[(value[1], value[2])].append(d)
+    return Prints(explained, frozenset(accepted), dict(diffs))
+
+
+def verdicts_from_prints(batch: Batch, prints: Prints) -> list[TraceVerdict]:
+    """One verdict per trace of a batch whose TLC run completed."""
+    out = []
+    for i, trace in enumerate(batch.traces, start=1):
+        n = len(trace.events)
+        if i in prints.accepted and prints.explained.get(i) == n:
+            out.append(TraceVerdict(trace.source, TraceKind.ACCEPTED, explained=n))
+            continue
+        done = prints.explained.get(i, 0)
+        event = trace.events[done] if done < n else trace.events[-1]
+        out.append(TraceVerdict(trace.source, TraceKind.REJECTED, line=done + 1, op=event["op"], node=event["node"],
+                                explained=done, diffs=tuple(prints.diffs.get((i, done + 1), ()))))
+    return out
+
+
+def run_batch(batch: Batch, tlc: Tlc, workers: int, keep_dir: Path | None = None) -> tuple[Verdict, str]:
+    """Run TLC on one batch; its verdict (ok when it ran to the end) and raw output."""
+    files = render_batch(batch)
+    with tempfile.TemporaryDirectory(prefix=f"leaseproof-traces-{batch.system.name}-") as tmp:
+        run_dir = Path(tmp)
+        for spec in batch.system.spec_path.parent.glob("*.tla"):
+            shutil.copy2(spec, run_dir / spec.name)
+        for name, text in files.items():
+            (run_dir / name).write_text(text, encoding="utf-8")
+        if keep_dir is not None:
+            keep_dir.mkdir(parents=True, exist_ok=True)
+            for name, text in files.items():
+                (keep_dir / name).write_text(text, encoding="utf-8")
+        cmd = tlc_command(TlcInvocation(java=tlc.java, jar=tlc.jar, module_file="TraceRun.tla", cfg_file="TraceRun.cfg",
+                                        workers=workers, metadir="states", check_deadlock=False))
+        raw = run_tlc(cmd, run_dir, batch.system.timeout)
+    verdict = verdict_from_output(parse_messages(raw.output), exit_code=raw.exit_code, seconds=raw.seconds, timed_out=raw.timed_out)
+    return verdict, raw.output
+
+
+def check_batch(batch: Batch, tlc: Tlc, workers: int | None = None, keep_dir: Path | None = None,
+                on_run: Callable[[Batch, Verdict], None] | None = None) -> list[TraceVerdict]:
+    """Verdicts for every trace of `batch`, bisecting when TLC fails on the batch as a whole."""
+    n = workers or default_workers()
+    verdict, output = run_batch(batch, tlc, n, keep_dir)
+    if on_run is not None:
+        on_run(batch, verdict)
+    if verdict.kind is Kind.OK:
+        return verdicts_from_prints(batch, read_prints(output))
+    if len(batch.traces) == 1:
+        why = (f"TLC passed its {batch.system.timeout:.0f} s budget" if verdict.kind is Kind.TIMEOUT
+               else f"TLC could not check it: {verdict.summary()}")
+        return [TraceVerdict(batch.traces[0].source, TraceKind.INCONCLUSIVE, reason=why)]
+    log.info("TLC failed on a batch of %d traces (%s); splitting it", len(batch.traces), verdict.summary())
+    half = len(batch.traces) // 2
+    return (check_batch(Batch(batch.system, batch.constants, batch.traces[:half]), tlc, workers, None, on_run)
+            + check_batch(Batch(batch.system, batch.constants, batch.traces[half:]), tlc, workers, None, on_run))

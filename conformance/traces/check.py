@@ -1,0 +1,81 @@
+"""Checking trace files: read them, sort out the ones that cannot or need not be checked, and
+check the rest in batches. Returns one verdict per file, in the order given."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance.check.runner import Tlc
+from conformance.output.verdict import Verdict
+from conformance.traces.batch import Batch, check_batch, group
+from conformance.traces.read import read_trace_file
+from conformance.traces.system import System, constants_for, out_of_scope
+from conformance.traces.to_tla import TraceEncodeError, trace_literal
+from conformance.traces.trace import Trace, TraceKind, TraceVerdict
+
+DEFAULT_BATCH = 400
+
+
+@dataclass(frozen=True)
+class Sorted:
+    """Traces ready to check, by system, and the verdicts already decided without TLC."""
+
+    ready: dict[str, list[Trace]]
+    decided: dict[str, TraceVerdict]
+
+
+def triage(items: list[Trace | TraceVerdict], systems: dict[str, System]) -> Sorted:
+    """Pure: which traces go to TLC, and which are malformed or skipped (with why)."""
+    ready: dict[str, list[Trace]] = {}
+    decided: dict[str, TraceVerdict] = {}
+    for item in items:
+        if isinstance(item, TraceVerdict):
+            decided[item.source] = item
+            continue
+        system = systems.get(item.system)
+        if system is None:
+            known = ", ".join(sorted(systems)) or "none"
+            decided[item.source] = TraceVerdict(item.source, TraceKind.SKIPPED, reason=f"no trace spec for system {item.system!r} (known: {known})")
+            continue
+        why = out_of_scope(system, item)
+        if why:
+            decided[item.source] = TraceVerdict(item.source, TraceKind.SKIPPED, reason=why)
+            continue
+        try:
+            constants_for(system, item)
+            trace_literal(item.events, system.time_fields, label=f"event")
+        except KeyError as exc:
+            decided[item.source] = TraceVerdict(item.source, TraceKind.MALFORMED, reason=str(exc.args[0]))
+            continue
+        except TraceEncodeError as exc:
+            decided[item.source] = TraceVerdict(item.source, TraceKind.MALFORMED, reason=str(exc))
+            continue
+        ready.setdefault(system.name, []).append(item)
+    return Sorted(ready, decided)
+
+
+def check_traces(
+    items: list[Trace | TraceVerdict],
+    systems: dict[str, System],
+    tlc: Tlc,
+    batch_size: int = DEFAULT_BATCH,
+    workers: int | None = None,
+    keep_dir: Path | None = None,
+    on_run: Callable[[Batch, Verdict], None] | None = None,
+) -> list[TraceVerdict]:
+    """A verdict for every item (a read trace, or the verdict its reading already gave)."""
+    s = triage(items, systems)
+    verdicts = dict(s.decided)
+    for name, traces in s.ready.items():
+        for batch in group(traces, systems[name], batch_size):
+            for v in check_batch(batch, tlc, workers, keep_dir, on_run):
+                verdicts[v.source] = v
+    order = [i.source for i in items]
+    return [verdicts[src] for src in order]
+
+
+def check_files(paths: list[Path], systems: dict[str, System], tlc: Tlc, **kwargs: object) -> list[TraceVerdict]:
+    """Read the trace files at `paths` and check them (see `check_traces`)."""
+    return check_traces([read_trace_file(p) for p in paths], systems, tlc, **kwargs)  # type: ignore[arg-type]

@@ -1,0 +1,109 @@
+"""How the traces of one system are checked: its trace spec, the ops and features it covers,
+how a header gives the spec's constants, where mutation operators apply, what coverage needs.
+
+Read from `traces/systems/<system>.yaml` (format: `traces/README.md`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from conformance.errors import LeaseproofError
+from conformance.traces.trace import Trace
+
+
+class SystemFileError(LeaseproofError):
+    """A traces/systems/*.yaml file is missing, unreadable or invalid (the message says where)."""
+
+
+@dataclass(frozen=True)
+class System:
+    """A loaded system file."""
+
+    name: str
+    spec: str
+    spec_path: Path
+    ops: frozenset[str]
+    features: frozenset[str]
+    constants: dict[str, dict[str, Any]]
+    time_fields: tuple[str, ...] = ()
+    timeout: float = 300.0
+    mutations: dict[str, Any] = field(default_factory=dict)
+    coverage: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@cache
+def _schema() -> dict[str, Any]:
+    return json.loads(resources.files("conformance.traces").joinpath("system.schema.json").read_text())
+
+
+def load_system(path: Path, tla_dir: Path) -> System:
+    """Read and check one system file; its spec must exist in `tla_dir`."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise SystemFileError(f"{path}: cannot read the system file: {exc}") from None
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(_schema()).iter_errors(data))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise SystemFileError(f"{path}: field {where}: {error.message}")
+    spec_path = tla_dir / f"{data['spec']}.tla"
+    if not spec_path.is_file():
+        raise SystemFileError(f"{path}: field spec: no {spec_path}")
+    return System(
+        name=data["system"], spec=data["spec"], spec_path=spec_path, ops=frozenset(data["ops"]),
+        features=frozenset(data.get("features", ())), constants=data["constants"],
+        time_fields=tuple(data.get("time_fields", ())), timeout=float(data.get("timeout", 300)),
+        mutations=data.get("mutations", {}), coverage=data.get("coverage", {}),
+    )
+
+
+def load_systems(root: Path) -> dict[str, System]:
+    """Every system file under `root/traces/systems`, by system name."""
+    systems: dict[str, System] = {}
+    for path in sorted((root / "traces" / "systems").glob("*.yaml")):
+        s = load_system(path, root / "tla")
+        systems[s.name] = s
+    return systems
+
+
+def lookup(data: Any, dotted: str) -> Any:
+    """`data["a"]["b"]` for "a.b"; KeyError when a part is missing."""
+    for part in dotted.split("."):
+        data = data[part]
+    return data
+
+
+def out_of_scope(system: System, trace: Trace) -> str | None:
+    """Why `trace` is outside what `system`'s spec models, or None when it is in scope."""
+    extra = sorted(set(trace.header.get("features", ())) - system.features)
+    if extra:
+        return f"uses {', '.join(extra)}, which the {system.spec} spec does not model"
+    ops = sorted({e["op"] for e in trace.events} - system.ops)
+    if ops:
+        return f"has op {', '.join(ops)}, which the {system.spec} spec does not model"
+    return None
+
+
+def constants_for(system: System, trace: Trace) -> dict[str, Any]:
+    """The spec's constants for `trace`, from its header (traces are grouped by these)."""
+    out: dict[str, Any] = {}
+    for name, how in system.constants.items():
+        if "value" in how:
+            out[name] = how["value"]
+            continue
+        try:
+            out[name] = lookup(trace.header, how["from"])
+        except (KeyError, TypeError):
+            if "default" not in how:
+                raise KeyError(f"the header has no {how['from']} (needed for the constant {name})") from None
+            out[name] = how["default"]
+    return out
