@@ -1,0 +1,135 @@
+"""`leaseproof traces lint|check`: validate trace files against the schema and the specs.
+
+Exit status of `check`: 0 when every trace was accepted or skipped (and, with --self-test,
+the known traces got their verdicts, every mutant was rejected, and coverage was met); 1
+otherwise; 2 when the command could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from conformance.check.runner import Tlc
+from conformance.errors import LeaseproofError
+from conformance.report.trace_report import coverage_lines, mutation_lines, summary_line, verdict_json
+from conformance.traces.check import DEFAULT_BATCH, check_traces
+from conformance.traces.coverage import coverage
+from conformance.traces.read import read_trace_file, trace_files
+from conformance.traces.selftest import check_corpus, check_mutants
+from conformance.traces.system import load_systems
+from conformance.traces.trace import Trace, TraceKind
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the `traces` command with `lint` and `check`."""
+    p = sub.add_parser("traces", help="lint and check NDJSON traces against the specs", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    tsub = p.add_subparsers(dest="traces_command", metavar="SUBCOMMAND")
+    tsub.required = True
+
+    lint = tsub.add_parser("lint", help="validate trace files against the JSON Schema")
+    lint.add_argument("paths", nargs="+", type=Path, metavar="FILE|DIR")
+    lint.set_defaults(func=run_lint)
+
+    check = tsub.add_parser("check", help="validate traces against the TLA+ specs with TLC")
+    check.add_argument("paths", nargs="+", type=Path, metavar="FILE|DIR")
+    check.add_argument("--root", type=Path, default=Path("."), help="the project holding traces/systems and tla/ (default: .)")
+    check.add_argument("--self-test", action="store_true",
+                       help="first check the known-good and known-bad corpus, then reject a mutant of every accepted trace")
+    check.add_argument("--no-coverage", action="store_true", help="do not fail when the interesting actions were never seen")
+    check.add_argument("--json", action="store_true", help="print the verdicts as JSON")
+    check.add_argument("--batch-size", type=int, default=DEFAULT_BATCH, help=f"traces per TLC run (default {DEFAULT_BATCH})")
+    check.add_argument("-w", "--workers", type=int, default=None, help="TLC workers (default: all cores)")
+    check.add_argument("--keep", type=Path, metavar="DIR", help="keep the generated TLA+ modules in DIR")
+    check.add_argument("-v", "--verbose", action="store_true", help="list every trace, not only those that did not pass")
+    check.set_defaults(func=run_check)
+
+
+def run_lint(args: argparse.Namespace) -> int:
+    """Lint the files: one line per file, exit 1 when any is malformed."""
+    files = trace_files(args.paths)
+    if not files:
+        raise LeaseproofError(f"no trace files (*.ndjson) in {', '.join(map(str, args.paths))}")
+    bad = 0
+    for path in files:
+        item = read_trace_file(path)
+        if isinstance(item, Trace):
+            print(f"ok        {path}: {item.system}, {len(item.events)} events")
+        else:
+            bad += 1
+            print(f"malformed {path}: {item.reason}")
+    print(f"{len(files) - bad} of {len(files)} trace files well formed")
+    return 1 if bad else 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Check the traces; with --self-test, the corpus first and the mutants after."""
+    files = trace_files(args.paths)
+    if not files:
+        raise LeaseproofError(f"no trace files (*.ndjson) in {', '.join(map(str, args.paths))}")
+    systems = load_systems(args.root)
+    if not systems:
+        raise LeaseproofError(f"no system files in {args.root / 'traces' / 'systems'}: run from the project directory or pass --root")
+    tlc = Tlc.locate()
+    opts: dict[str, Any] = {"batch_size": args.batch_size, "workers": args.workers}
+    failed = False
+    out: dict[str, Any] = {}
+
+    if args.self_test:
+        corpus = check_corpus(args.root, systems, tlc, **opts)
+        out["corpus"] = {"checked": corpus.checked, "problems": corpus.problems}
+        if corpus.problems:
+            if args.json:
+                json.dump(out, sys.stdout, indent=2)
+            else:
+                print("self-test failed before any trace was checked:")
+                for p in corpus.problems:
+                    print(f"  {p}")
+            return 1
+        if not args.json:
+            print(f"self-test: {corpus.checked} known traces got their known verdicts")
+
+    items = [read_trace_file(p) for p in files]
+    verdicts = check_traces(items, systems, tlc, keep_dir=args.keep, **opts)
+    out["traces"] = [verdict_json(v) for v in verdicts]
+    out["summary"] = summary_line(verdicts)
+    failed |= any(v.kind in (TraceKind.REJECTED, TraceKind.MALFORMED, TraceKind.INCONCLUSIVE) for v in verdicts)
+    if not args.json:
+        for v in verdicts:
+            if args.verbose or v.kind not in (TraceKind.ACCEPTED, TraceKind.SKIPPED):
+                print(f"{v.kind.value.upper():12} {v.source}: {v.describe()}")
+        print(out["summary"])
+
+    accepted = [i for i, v in zip(items, verdicts) if isinstance(i, Trace) and v.kind is TraceKind.ACCEPTED]
+    in_scope = {i.system for i, v in zip(items, verdicts) if isinstance(i, Trace) and v.kind is not TraceKind.SKIPPED}
+    out["coverage"] = {}
+    for name in sorted(in_scope & set(systems)):
+        cov = coverage(systems[name], [t for t in accepted if t.system == name])
+        out["coverage"][name] = {"seen": {f"{op}/{o}": n for (op, o), n in sorted(cov.seen.items())}, "required": cov.required}
+        if not args.json:
+            print("\n".join(coverage_lines(cov)))
+        if cov.missing and not args.no_coverage:
+            failed = True
+            if not args.json:
+                print(f"coverage guard: {name} traces never showed {', '.join(cov.missing)}")
+
+    if args.self_test:
+        result = check_mutants(accepted, systems, tlc, **opts)
+        out["mutants"] = {"total": result.total, "rejected": result.rejected,
+                          "survivors": [{"operator": m.operator, "trace": m.original, "change": m.change, "verdict": v.describe()}
+                                        for m, v in result.survivors],
+                          "excluded": [{"operator": e.operator, "trace": e.original, "why": e.why} for e in result.excluded]}
+        failed |= bool(result.survivors) or result.total == 0
+        if not args.json:
+            print("\n".join(mutation_lines(result)))
+            if result.total == 0:
+                print("no mutants: no trace was accepted, so the self-test shows nothing")
+    if args.json:
+        out["passed"] = not failed
+        json.dump(out, sys.stdout, indent=2)
+        print()
+    return 1 if failed else 0

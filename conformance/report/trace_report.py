@@ -1,0 +1,50 @@
+"""Trace verdicts in words: the summary line, the list of what did not pass, and JSON."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from conformance.traces.coverage import Coverage
+from conformance.traces.selftest import MutationResult
+from conformance.traces.trace import TraceKind, TraceVerdict
+
+
+def summary_line(verdicts: list[TraceVerdict]) -> str:
+    """E.g. `111 of 111 in-scope runs accepted, 122 skipped` (other verdicts added when present)."""
+    n = Counter(v.kind for v in verdicts)
+    in_scope = n[TraceKind.ACCEPTED] + n[TraceKind.REJECTED] + n[TraceKind.INCONCLUSIVE]
+    parts = [f"{n[TraceKind.ACCEPTED]} of {in_scope} in-scope runs accepted", f"{n[TraceKind.SKIPPED]} skipped"]
+    for kind in (TraceKind.REJECTED, TraceKind.MALFORMED, TraceKind.INCONCLUSIVE):
+        if n[kind]:
+            parts.append(f"{n[kind]} {kind.value}")
+    return ", ".join(parts)
+
+
+def mutation_lines(result: MutationResult) -> list[str]:
+    """`N of N mutants rejected`, per operator, then every survivor and exclusion with why."""
+    lines = [f"{result.rejected} of {result.total} mutants rejected"]
+    for op, (total, rejected) in sorted(result.by_operator.items()):
+        lines.append(f"  {op}: {rejected} of {total}")
+    for m, v in result.survivors:
+        lines.append(f"  SURVIVOR [{m.operator}] {m.original}: {m.change} -> {v.describe()}")
+    for e in result.excluded:
+        lines.append(f"  excluded [{e.operator}] {e.original}: {e.why}")
+    return lines
+
+
+def coverage_lines(cov: Coverage) -> list[str]:
+    """The actions exercised, with counts, and the required behaviours never seen."""
+    seen = ", ".join(f"{op}/{out} {n}" for (op, out), n in sorted(cov.seen.items()))
+    lines = [f"{cov.system}: exercised {seen or 'nothing'}"]
+    for name, n in cov.required.items():
+        lines.append(f"  {'ok' if n else 'MISSING'}: {name} ({n} seen)")
+    return lines
+
+
+def verdict_json(v: TraceVerdict) -> dict[str, Any]:
+    """One trace verdict as JSON."""
+    return {
+        "trace": v.source, "verdict": v.kind.value, "reason": v.reason, "line": v.line, "op": v.op, "node": v.node,
+        "explained": v.explained, "diffs": [{"field": d.field, "spec": d.expected, "trace": d.logged} for d in v.diffs],
+    }

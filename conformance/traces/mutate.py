@@ -1,0 +1,147 @@
+"""Mutation operators: small corruptions of an accepted trace that the checker must reject.
+
+Pure. Each operator makes at most one mutant per trace (per field, for the field operators),
+at an event near the middle, and keeps the mutant well formed (`seq` renumbered, the end count
+right), so that it is the spec, not the linter, that must reject it. A mutant identical to its
+trace (two equal events swapped, say) is not a mutant: it is listed as excluded, with why.
+
+| operator    | what changes                                                     |
+|-------------|------------------------------------------------------------------|
+| version     | a version field in an event's state, +1                          |
+| status      | a status field, to another value of its vocabulary               |
+| drop        | a middle event is removed                                        |
+| swap        | two adjacent events that change the state trade places           |
+| duplicate   | an event is committed twice                                      |
+| node        | an event is attributed to another node                           |
+| lease_time  | a lease time in an event's state moves by `lease_shift` ms       |
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.traces.system import System, lookup
+from conformance.traces.trace import Trace
+
+OPERATORS = ("version", "status", "drop", "swap", "duplicate", "node", "lease_time")
+DEFAULT_LEASE_SHIFT = 1
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A corrupted copy of a trace, with the operator and what it changed."""
+
+    trace: Trace
+    operator: str
+    change: str
+    original: str
+
+
+@dataclass(frozen=True)
+class Excluded:
+    """A mutation not made because its result would equal the trace (so no spec could reject it)."""
+
+    original: str
+    operator: str
+    why: str
+
+
+def _renumber(events: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    return tuple({**e, "seq": i} for i, e in enumerate(events, start=1))
+
+
+def _middle_first(n: int) -> list[int]:
+    """Event indices ordered from the middle outwards, so mutants hit the middle of a trace."""
+    mid = n // 2
+    order = sorted(range(n), key=lambda i: (abs(i - mid), i))
+    return order
+
+
+def _set(event: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    out = copy.deepcopy(event)
+    node = out
+    parts = path.split(".")
+    for p in parts[:-1]:
+        node = node[p]
+    node[parts[-1]] = value
+    return out
+
+
+def _get(event: dict[str, Any], path: str) -> Any:
+    try:
+        return lookup(event, path)
+    except (KeyError, TypeError):
+        return None
+
+
+def _mutant(trace: Trace, events: list[dict[str, Any]], operator: str, change: str) -> Mutant:
+    source = f"{trace.source}#{operator}:{change}"
+    return Mutant(Trace(source, trace.header, _renumber(events)), operator, change, trace.source)
+
+
+def _field_mutants(trace: Trace, system: System) -> list[Mutant]:
+    out = []
+    ev = list(trace.events)
+    m = system.mutations
+    for path in m.get("version", ()):
+        for i in _middle_first(len(ev)):
+            v = _get(ev[i], path)
+            if isinstance(v, int) and not isinstance(v, bool):
+                out.append(_mutant(trace, ev[:i] + [_set(ev[i], path, v + 1)] + ev[i + 1 :], "version", f"event {i + 1} {path} {v}->{v + 1}"))
+                break
+    for path, vocab in m.get("status", {}).items():
+        for i in _middle_first(len(ev)):
+            v = _get(ev[i], path)
+            if isinstance(v, str) and v in vocab:
+                new = vocab[(vocab.index(v) + 1) % len(vocab)]
+                out.append(_mutant(trace, ev[:i] + [_set(ev[i], path, new)] + ev[i + 1 :], "status", f"event {i + 1} {path} {v}->{new}"))
+                break
+    shift = m.get("lease_shift", DEFAULT_LEASE_SHIFT)
+    for path in m.get("lease_time", ()):
+        for i in _middle_first(len(ev)):
+            v = _get(ev[i], path)
+            if isinstance(v, int) and not isinstance(v, bool):
+                out.append(_mutant(trace, ev[:i] + [_set(ev[i], path, v + shift)] + ev[i + 1 :], "lease_time", f"event {i + 1} {path} +{shift}"))
+                break
+    return out
+
+
+def mutants(trace: Trace, system: System) -> tuple[list[Mutant], list[Excluded]]:
+    """Every mutant of `trace` under `system`'s operators, and the mutations excluded (with why)."""
+    ev = list(trace.events)
+    n = len(ev)
+    made = _field_mutants(trace, system)
+    excluded: list[Excluded] = []
+    if n >= 3:
+        i = n // 2
+        made.append(_mutant(trace, ev[:i] + ev[i + 1 :], "drop", f"event {i + 1} ({ev[i]['op']}) dropped"))
+    if n >= 2:
+        swapped = False
+        for i in _middle_first(n - 1):
+            a, b = ev[i], ev[i + 1]
+            changes_a = a.get("state") != (ev[i - 1].get("state") if i > 0 else None)
+            changes_b = b.get("state") != a.get("state")
+            if changes_a and changes_b and {k: v for k, v in a.items() if k != "seq"} != {k: v for k, v in b.items() if k != "seq"}:
+                made.append(_mutant(trace, ev[:i] + [b, a] + ev[i + 2 :], "swap", f"events {i + 1} and {i + 2} swapped"))
+                swapped = True
+                break
+        if not swapped:
+            excluded.append(Excluded(trace.source, "swap", "no two adjacent events both change the state and differ"))
+        i = n // 2
+        made.append(_mutant(trace, ev[: i + 1] + [ev[i]] + ev[i + 1 :], "duplicate", f"event {i + 1} ({ev[i]['op']}) twice"))
+    nodes = list(trace.header.get("nodes", ()))
+    if len(nodes) >= 2:
+        i = n // 2
+        other = nodes[(nodes.index(ev[i]["node"]) + 1) % len(nodes)]
+        made.append(_mutant(trace, ev[:i] + [{**ev[i], "node": other}] + ev[i + 1 :], "node", f"event {i + 1} by {other} instead of {ev[i]['node']}"))
+    else:
+        excluded.append(Excluded(trace.source, "node", "the trace has a single node"))
+    kept = []
+    for m in made:
+        if m.trace.events == trace.events:
+            excluded.append(Excluded(trace.source, m.operator, f"{m.change} leaves the trace unchanged"))
+        else:
+            kept.append(m)
+    return kept, excluded

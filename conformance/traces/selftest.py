@@ -1,0 +1,73 @@
+"""The checker's self-test: before its verdicts count, a known-good trace must be accepted and a
+known-bad one rejected; then every accepted trace is mutated and every mutant must be rejected.
+
+The known traces live in `traces/corpus/<system>/accepted/` and `.../rejected/`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from conformance.check.runner import Tlc
+from conformance.traces.check import check_traces
+from conformance.traces.mutate import Excluded, Mutant, mutants
+from conformance.traces.read import read_trace_file
+from conformance.traces.system import System
+from conformance.traces.trace import Trace, TraceKind, TraceVerdict
+
+
+@dataclass(frozen=True)
+class CorpusResult:
+    """How the known traces fared: problems is empty when each got its known verdict."""
+
+    checked: int
+    problems: list[str]
+
+
+@dataclass(frozen=True)
+class MutationResult:
+    """How many mutants were made and rejected; the survivors and the exclusions, with why."""
+
+    total: int
+    rejected: int
+    survivors: list[tuple[Mutant, TraceVerdict]] = field(default_factory=list)
+    excluded: list[Excluded] = field(default_factory=list)
+    by_operator: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+def check_corpus(root: Path, systems: dict[str, System], tlc: Tlc, **kwargs: object) -> CorpusResult:
+    """Check the known-good and known-bad traces of every system that has them."""
+    expected: dict[str, TraceKind] = {}
+    items: list[Trace | TraceVerdict] = []
+    for name in sorted(systems):
+        for kind in (TraceKind.ACCEPTED, TraceKind.REJECTED):
+            for path in sorted((root / "traces" / "corpus" / name / kind.value).glob("*.ndjson")):
+                expected[str(path)] = kind
+                items.append(read_trace_file(path))
+    problems = []
+    for name in sorted(systems):
+        for kind in (TraceKind.ACCEPTED, TraceKind.REJECTED):
+            if not any(Path(p).parts[-3:-1] == (name, kind.value) for p in expected):
+                problems.append(f"{name}: no known-{'good' if kind is TraceKind.ACCEPTED else 'bad'} trace in traces/corpus/{name}/{kind.value}/")
+    for v in check_traces(items, systems, tlc, **kwargs):  # type: ignore[arg-type]
+        if v.kind is not expected[v.source]:
+            problems.append(f"{v.source}: known to be {expected[v.source].value}, but the checker says {v.describe()}")
+    return CorpusResult(len(items), problems)
+
+
+def check_mutants(accepted: list[Trace], systems: dict[str, System], tlc: Tlc, **kwargs: object) -> MutationResult:
+    """Mutate every accepted trace and check that the checker rejects every mutant."""
+    made: list[Mutant] = []
+    excluded: list[Excluded] = []
+    for t in accepted:
+        ms, ex = mutants(t, systems[t.system])
+        made.extend(ms)
+        excluded.extend(ex)
+    verdicts = check_traces([m.trace for m in made], systems, tlc, **kwargs)  # type: ignore[arg-type]
+    survivors = [(m, v) for m, v in zip(made, verdicts) if v.kind is not TraceKind.REJECTED]
+    by_op: dict[str, tuple[int, int]] = {}
+    for m, v in zip(made, verdicts):
+        total, rej = by_op.get(m.operator, (0, 0))
+        by_op[m.operator] = (total + 1, rej + (v.kind is TraceKind.REJECTED))
+    return MutationResult(len(made), len(made) - len(survivors), survivors, excluded, by_op)
