@@ -37,11 +37,15 @@ def test_ten_seeds_replay_byte_identical_traces(system: str, tmp_path: Path) -> 
     assert (tmp_path / "0-0.ndjson").read_bytes() != (tmp_path / "1-0.ndjson").read_bytes()
 
 
-@pytest.mark.parametrize("system", SYSTEMS)
-def test_seeded_runs_keep_the_invariants(system: str) -> None:
-    """Fifty random interleavings: no overlapping invocation, no terminal state changed, every
-    message acked, and external calls only repeated for a command left SUBMITTING."""
-    for seed in range(50):
+@pytest.mark.parametrize("system,seeds", [
+    ("workqueue", range(20)), ("command", range(20)),
+    pytest.param("workqueue", range(20, 1000), marks=pytest.mark.slow),
+    pytest.param("command", range(20, 1000), marks=pytest.mark.slow),
+])
+def test_seeded_runs_keep_the_invariants(system: str, seeds: range) -> None:
+    """Random interleavings with a crash: no overlapping invocation, no terminal state changed,
+    every message acked."""
+    for seed in seeds:
         out = seeded(SimConfig(system=system, crashes=1, handler_steps=8), seed).run()
         assert out["duplicate_invocations"] == 0, (seed, out)
         assert out["terminal_changes"] == 0, (seed, out)
@@ -72,5 +76,5 @@ def test_hypothesis_interleavings_never_overlap(data: st.DataObject, system: str
 def test_a_guard_off_is_caught_by_the_simulation(system: str, gate: str, metric: str) -> None:
     """With one guard off, some of the first 60 seeds shows the violation the guard prevents."""
     config = SimConfig(system=system, handler_steps=12, gates=Gates().off(gate))
-    bad = [s for s in range(60) if seeded(config, s).run()[metric] > 0]
-    assert bad, f"no seed violated {metric} with {gate} off"
+    caught = next((s for s in range(60) if seeded(config, s).run()[metric] > 0), None)
+    assert caught is not None, f"no seed violated {metric} with {gate} off"
