@@ -1,0 +1,161 @@
+"""`leaseproof workqueue run`: commands through consumers in separate processes, on a real Redis.
+
+    parent: submit N commands (some twice) ─┐              ┌─ consumer process 1: Consumer + CommandProcessor
+                                            ├─ Redis ──────┤
+    parent: wait until all terminal, stop ─┘              └─ consumer process 2: ...
+    parent: export the trace (ordered by Redis), print the summary
+
+The handlers sometimes outlive the visibility timeout, throw, or answer not-done.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import random
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from impl.clock import WallClock
+from impl.workqueue import analysis, recording
+from impl.workqueue.command_store import TERMINAL, CommandStore
+from impl.workqueue.commands import CommandClient, CommandProcessor
+from impl.workqueue.config import Gates, Settings
+from impl.workqueue.consumer import Consumer
+from impl.workqueue.errors import BadSettings, RedisUnreachable
+from impl.workqueue.store import QueueStore
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What `workqueue run` does."""
+
+    redis_url: str
+    trace_dir: Path
+    consumers: int = 2
+    commands: int = 20
+    duplicates: int = 2          # commands submitted twice
+    seed: int = 0
+    timeout_s: float = 60.0
+    settings: Settings = field(default_factory=lambda: Settings(
+        visibility_timeout_ms=400, max_processing_ms=600, concurrency=4, guard_ttl_ms=400,
+        state_ttl_ms=3_600_000, poll_interval_ms=10))
+    gates: Gates = field(default_factory=Gates)
+    keep_keys: bool = False
+    prefix: str = ""
+
+
+class ChaosApp:
+    """The external system of a run: answers after a short delay; sometimes it outlives the
+    visibility timeout, throws, or is still processing (not done)."""
+
+    def __init__(self, rng: random.Random, vt_ms: int) -> None:
+        self.rng = rng
+        self.vt_s = vt_ms / 1000
+
+    def call(self, cmd: str, payload: str) -> str:
+        r = self.rng.random()
+        if r < 0.10:
+            time.sleep(self.vt_s * 1.5)  # longer than the VT: the heartbeat must carry it
+        elif r < 0.20:
+            raise RuntimeError(f"external system failed on {cmd}")
+        elif r < 0.35:
+            return "processing"  # not done: the entry stays pending and comes back after a VT
+        time.sleep(self.rng.uniform(0.0, 0.01))
+        return "failed" if r > 0.95 else "succeeded"
+
+    def check(self, cmd: str, payload: str) -> str:
+        return "processing" if self.rng.random() < 0.3 else "succeeded"
+
+
+def connect(url: str) -> Any:
+    """A Redis client for `url`, checked with PING; `RedisUnreachable` (one line) if it fails."""
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=10)
+        client.ping()
+    except ValueError as exc:
+        raise BadSettings(f"--redis {url!r} is not a Redis URL (expected redis://HOST:PORT/DB)") from exc
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+        raise RedisUnreachable(
+            f"Redis at {url} does not answer; start it or pass another --redis URL") from exc
+    return client
+
+
+def _consumer_process(url: str, prefix: str, name: str, settings: dict[str, Any], gates: dict[str, bool],
+                      seed: int, stop: Any, ready: Any) -> None:
+    client = redis.Redis.from_url(url)
+    st, gt = Settings(**settings), Gates(**gates)
+    queue = QueueStore(client, prefix, url=url)
+    cstore = CommandStore(client, prefix, url=url)
+    clock = WallClock()
+    proc = CommandProcessor(cstore, name, clock, st, gt, ChaosApp(random.Random(seed), st.visibility_timeout_ms))
+    consumer = Consumer(queue, name, proc.handle, settings=st, gates=gt, clock=clock).start()
+    ready.set()
+    stop.wait()
+    consumer.close(timeout_s=30)
+
+
+def run(config: RunConfig) -> dict[str, Any]:
+    """Run the commands through `config.consumers` processes; returns the summary (with the
+    trace path). Raises `RedisUnreachable` when Redis does not answer."""
+    if config.consumers < 1 or config.commands < 1:
+        raise BadSettings("--consumers and --commands must be at least 1")
+    client = connect(config.redis_url)
+    prefix = config.prefix or f"lp-run-{uuid.uuid4().hex[:8]}"
+    queue = QueueStore(client, prefix, url=config.redis_url)
+    cstore = CommandStore(client, prefix, url=config.redis_url)
+    names = [f"consumer-{i + 1}" for i in range(config.consumers)]
+    ctx = mp.get_context("spawn")
+    stop = ctx.Event()
+    procs, readies = [], []
+    try:
+        for i, name in enumerate(names):
+            ready = ctx.Event()
+            p = ctx.Process(target=_consumer_process, daemon=True,
+                            args=(config.redis_url, prefix, name, asdict(config.settings),
+                                  config.gates.as_dict(), config.seed * 1000 + i, stop, ready))
+            p.start()
+            procs.append(p)
+            readies.append(ready)
+        for ready in readies:
+            ready.wait(30)
+        client_api = CommandClient(queue, cstore, "client", WallClock(), config.settings, config.gates)
+        cmds = [f"cmd-{i}" for i in range(config.commands)]
+        t0 = time.monotonic()
+        for c in cmds:
+            client_api.submit(c, f"payload-{c}")
+        for c in cmds[: config.duplicates]:
+            client_api.submit(c, f"payload-{c}")  # a duplicate submission: a second entry
+        deadline = t0 + config.timeout_s
+        while time.monotonic() < deadline:
+            if queue.stream_length() == 0 and all(cstore.status(c) in TERMINAL for c in cmds):
+                break
+            time.sleep(0.05)
+        elapsed = time.monotonic() - t0
+    finally:
+        stop.set()
+        for p in procs:
+            p.join(40)
+            if p.is_alive():
+                p.terminate()
+    statuses = {c: cstore.status(c) or "MISSING" for c in cmds}
+    external = {c: cstore.external_calls(c) for c in cmds}
+    trace_path = recording.export(Path(config.trace_dir) / f"command-run-{prefix}.ndjson", queue, system="command",
+                                  settings=config.settings, gates=config.gates, nodes=["client", *names],
+                                  run=f"workqueue run {prefix}")
+    events = queue.events()
+    out = analysis.summary(events, statuses, external)
+    out["seconds"] = round(elapsed, 3)
+    out["commands_per_s"] = round(out["commands_done"] / elapsed, 1) if elapsed > 0 else None
+    out["left_in_stream"] = queue.stream_length()
+    out["trace"] = str(trace_path)
+    out["ok"] = (out["duplicate_invocations"] == 0 and out["commands_done"] == config.commands
+                 and out["terminal_changes"] == 0)
+    if not config.keep_keys:
+        queue.delete_keys()
+    client.close()
+    return out

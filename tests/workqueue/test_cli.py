@@ -1,0 +1,40 @@
+"""`leaseproof workqueue run`: a short run on the real Redis, and a clear one-line error when
+Redis is unreachable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main
+
+from .conftest import validate_trace
+
+
+def test_unreachable_redis_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["workqueue", "run", "--redis", "redis://127.0.0.1:1/0", "--commands", "2",
+               "--trace-dir", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert len(err.splitlines()) == 1
+    assert err.startswith("leaseproof: error: Redis at redis://127.0.0.1:1/0 does not answer")
+    assert "Traceback" not in err
+
+
+def test_unknown_gate_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["workqueue", "run", "--gate-off", "no_such_gate", "--trace-dir", str(tmp_path)])
+    assert rc == 2 and "unknown gate" in capsys.readouterr().err
+
+
+@pytest.mark.redis
+def test_run_two_consumer_processes(redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["workqueue", "run", "--consumers", "2", "--commands", "12", "--redis", redis_url,
+               "--trace-dir", str(tmp_path), "--json", "--timeout", "30"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0, out
+    assert out["commands_done"] == 12 and out["duplicate_invocations"] == 0 and out["terminal_changes"] == 0
+    assert out["external_calls"]["min"] >= 1
+    events = validate_trace(Path(out["trace"]))
+    assert {e["node"] for e in events if e["op"] == "invoke_start"} <= {"consumer-1", "consumer-2"}
