@@ -1,13 +1,15 @@
 -- ack: XACK and XDEL as one step (the MULTI XACK XDEL EXEC of the design, as a script so the
--- trace event is appended in the same step). KEYS: stream, trace. ARGV: group, node, now, id.
--- `failed`: the entry was no longer pending (another delivery acked it first).
+-- trace event is appended in the same step). Like the MULTI block it does not look at the
+-- owner or at XACK's answer: acking an entry already acked and deleted is a no-op, `acked`.
+-- KEYS: stream, trace. ARGV: group, node, now, id, fail ('1': the transaction is aborted, as
+-- an EXECABORT or a lost connection would; nothing commits and the step is logged `failed`).
 local id = ARGV[4]
 local cmd = entry_cmd(KEYS[1], id)
-local n = redis.call('XACK', KEYS[1], ARGV[1], id)
-local outcome = 'failed'
-if n == 1 then
-  redis.call('XDEL', KEYS[1], id)
-  outcome = 'acked'
+if ARGV[5] == '1' then
+  queue_event(KEYS[1], ARGV[1], KEYS[2], ARGV[2], ARGV[3], 'ack', 'failed', id, cmd, nil)
+  return -1
 end
-queue_event(KEYS[1], ARGV[1], KEYS[2], ARGV[2], ARGV[3], 'ack', outcome, id, cmd, nil)
+local n = redis.call('XACK', KEYS[1], ARGV[1], id)
+redis.call('XDEL', KEYS[1], id)
+queue_event(KEYS[1], ARGV[1], KEYS[2], ARGV[2], ARGV[3], 'ack', 'acked', id, cmd, nil)
 return n

@@ -125,7 +125,7 @@ class QueueNode:
                 if self.store.ack(self.name, self.now(), inv.entry):
                     self.stats["acked"] += 1
             else:
-                self.store.release(self.name, self.now(), inv.entry, check_owner=self.gates.renew_owner_check)
+                self.store.release(self.name, self.now(), inv.entry)
         except Exception:
             self.stats["ack_failed"] += 1
             raise
@@ -148,6 +148,8 @@ class QueueNode:
         if not self.gates.heartbeat:
             return
         for inv in self.active.all():
+            if inv.lost:
+                continue  # a peer owns it now; a refused renewal is never retried
             now = self.now()
             if now - inv.started_ms > self.settings.max_processing_ms:
                 if not inv.warned_past_max:

@@ -45,9 +45,11 @@ class Steps:
         self.trace_key = f"{prefix}:trace"
         self._scripts = {name: client.register_script(scripts.source(name)) for name in scripts.NAMES}
 
-    def run(self, name: str, op: str, node: str, keys: list[str], args: list[Any]) -> Any:
-        """Run script `name` for step `op` by `node`, after any planned fault for it."""
-        self.faults.check(op, node)
+    def run(self, name: str, op: str, node: str, keys: list[str], args: list[Any], *, faults: bool = True) -> Any:
+        """Run script `name` for step `op` by `node`, after any planned fault for it (unless the
+        caller has handled the fault plan itself: `faults=False`)."""
+        if faults:
+            self.faults.check(op, node)
         try:
             return self._scripts[name](keys=keys, args=args)
         except redis.exceptions.ConnectionError as exc:
@@ -151,8 +153,19 @@ class QueueStore(Steps):
                              [GROUP, node, now, entry, "release", "1" if check_owner else "0"]))
 
     def ack(self, node: str, now: int, entry: str) -> bool:
-        """XACK and XDEL in one step; False when the entry was no longer pending."""
-        return bool(self.run("ack", "ack", node, self._keys(), [GROUP, node, now, entry]))
+        """XACK and XDEL in one step; False when the entry was no longer pending (a no-op).
+
+        A planned `ack` fault aborts the step inside the script, which logs `ack failed` and
+        commits nothing; then `StoreFault` is raised here, as a lost connection would be."""
+        try:
+            self.faults.check("ack", node)
+            fail = "0"
+        except StoreFault:
+            fail = "1"
+        n = int(self.run("ack", "ack", node, self._keys(), [GROUP, node, now, entry, fail], faults=False))
+        if n < 0:
+            raise StoreFault(f"injected fault: ack by {node} of {entry} did not commit")
+        return n == 1
 
     def invoke_start(self, node: str, now: int, entry: str, outcome: str = "started") -> None:
         """Record that a handler invocation begins (`started`), or why it does not
