@@ -46,6 +46,7 @@ class SimConfig:
     lost_offers: int = 1           # commands whose first offer fails, repaired by resubmission
     cancels: int = 1               # commands a client tries to cancel
     crashes: int = 0               # nodes that may crash (at most this many)
+    faults: int = 0                # injected ack failures and executor rejections (at most)
     settings: Settings = SIM_SETTINGS
     gates: Gates = field(default_factory=Gates)
     max_steps: int = 600
@@ -91,6 +92,7 @@ class Simulation:
         self.clock = VirtualClock(START_MS)
         self.steps_taken = 0
         self.dead: list[str] = []
+        self.faults_used = 0
         self._graveyard: list[Any] = []  # a crashed node's handlers: kept, never resumed or closed
 
     # -- setup --------------------------------------------------------------------------------
@@ -147,6 +149,10 @@ class Simulation:
             acts.append(("tick",))
         if len(self.dead) < self.config.crashes and len(self._live()) > 1:
             acts.append(("crash", self._live()[-1]))
+        if self.faults_used < self.config.faults:
+            for n in self._live():
+                acts.append(("ack_fault", n))   # n's next ack aborts
+                acts.append(("reject", n))      # n polls, and its executor rejects the entry
         return acts
 
     def _produce(self) -> None:
@@ -164,12 +170,16 @@ class Simulation:
             except StoreFault:
                 pass
 
-    def _poll(self, n: str) -> None:
+    def _poll(self, n: str, reject: bool = False) -> None:
         node = self.nodes[n]
         inv = node.poll_and_admit()
         if inv is None:
             return
         node.reserve(inv)
+        if reject:
+            self.faults_used += 1
+            node.reject(inv)
+            return
         node.start(inv)
         if self.config.system == "command":
             gen = self.procs[n].steps(inv)
@@ -231,6 +241,11 @@ class Simulation:
                     self._tick()
                 elif kind == "crash":
                     self._crash(act[1])
+                elif kind == "reject":
+                    self._poll(act[1], reject=True)
+                elif kind == "ack_fault":
+                    self.faults_used += 1
+                    self.queue.faults.fail("ack", act[1])
             self.events = self.queue.events()
             self.statuses = self.cstore.statuses() if self.config.system == "command" else None
             self.external = ({c: self.cstore.external_calls(c) for c in self.statuses} if self.statuses else None)
@@ -246,6 +261,8 @@ class Simulation:
         """Write the run's trace (after `run()`)."""
         cfg = self.config
         feats = ["crash"] if self.dead else []
+        if self.faults_used:
+            feats.append("faults")
         if cfg.system == "command" and cfg.cancels:
             feats.append("cancellation")
         return recording.export(path, self.queue, system=cfg.system, settings=cfg.settings, gates=cfg.gates,

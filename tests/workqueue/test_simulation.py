@@ -22,7 +22,7 @@ SYSTEMS = ["workqueue", "command"]
 
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_ten_seeds_replay_byte_identical_traces(system: str, tmp_path: Path) -> None:
-    config = SimConfig(system=system, crashes=1)
+    config = SimConfig(system=system, crashes=1, faults=2)
     for seed in range(10):
         texts = []
         for attempt in range(2):
@@ -46,7 +46,7 @@ def test_seeded_runs_keep_the_invariants(system: str, seeds: range) -> None:
     """Random interleavings with a crash: no overlapping invocation, no terminal state changed,
     every message acked."""
     for seed in seeds:
-        out = seeded(SimConfig(system=system, crashes=1, handler_steps=8), seed).run()
+        out = seeded(SimConfig(system=system, crashes=1, faults=2, handler_steps=8), seed).run()
         assert out["duplicate_invocations"] == 0, (seed, out)
         assert out["terminal_changes"] == 0, (seed, out)
         assert out["finished"], (seed, out)
@@ -60,7 +60,7 @@ def _chooser(data: st.DataObject):  # type: ignore[no-untyped-def]
 @given(data=st.data(), system=st.sampled_from(SYSTEMS), seed=st.integers(0, 2**16))
 def test_hypothesis_interleavings_never_overlap(data: st.DataObject, system: str, seed: int) -> None:
     """Hypothesis picks every step (which node, which action, how far the clock moves)."""
-    sim = Simulation(SimConfig(system=system, crashes=1, handler_steps=8, max_steps=250),
+    sim = Simulation(SimConfig(system=system, crashes=1, faults=2, handler_steps=8, max_steps=250),
                      _chooser(data), random.Random(seed))
     out = sim.run()
     assert out["duplicate_invocations"] == 0, out
@@ -78,3 +78,15 @@ def test_a_guard_off_is_caught_by_the_simulation(system: str, gate: str, metric:
     config = SimConfig(system=system, handler_steps=12, gates=Gates().off(gate))
     caught = next((s for s in range(60) if seeded(config, s).run()[metric] > 0), None)
     assert caught is not None, f"no seed violated {metric} with {gate} off"
+
+
+def test_sim_command_writes_the_same_traces_twice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from conformance.cli import main
+
+    for d in ("a", "b"):
+        assert main(["workqueue", "sim", "--system", "command", "--seeds", "2", "--trace-dir", str(tmp_path / d)]) == 0
+    names = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert names == ["sim-command-seed0.ndjson", "sim-command-seed1.ndjson"]
+    for name in names:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+        validate_trace(tmp_path / "a" / name)
