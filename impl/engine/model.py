@@ -200,6 +200,7 @@ class Settings:
     retry_backoff_ms: int = 200
     max_finish_attempts: int = 3
     result_polling_time_limit_ms: int = 30_000
+    result_poll_interval_ms: int = 100
     in_memory_execution: bool = True
 
     def header(self) -> dict[str, Any]:
@@ -212,6 +213,7 @@ class Settings:
             "retry_backoff_ms": self.retry_backoff_ms,
             "max_finish_attempts": self.max_finish_attempts,
             "result_polling_time_limit_ms": self.result_polling_time_limit_ms,
+            "result_poll_interval_ms": self.result_poll_interval_ms,
             "in_memory_execution": self.in_memory_execution,
         }
 

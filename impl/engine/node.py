@@ -93,7 +93,7 @@ class Node:
         now = self.clock.now_ms
         state = _json(dict(input or {}))
         outcome, inst = yield Call(
-            lambda: self.store.create_instance(self.name, now(), wf, workflow, state), "create_instance"
+            lambda: self.store.create_instance(self.name, now, wf, workflow, state), "create_instance"
         )
         if outcome == "exists" and (inst.terminal or self.gates.create_existing_workflow_is_noop):
             self._unavailable(wf, future, "the instance already exists")
@@ -120,7 +120,7 @@ class Node:
             state = _json(method(json.loads(inst.state), payload))
             version = inst.version
             outcome, _ = yield Call(
-                lambda: self.store.update_instance(self.name, self.clock.now_ms(), wf, version, state),
+                lambda: self.store.update_instance(self.name, self.clock.now_ms, wf, version, state),
                 "update_instance",
             )
             if outcome == "terminal" or outcome == "missing":
@@ -155,7 +155,7 @@ class Node:
                     f"workflow {handle.wf!r} did not finish within {limit} ms; "
                     "raise result_polling_time_limit_ms or look for a stuck run"
                 )
-            yield Sleep(self.settings.poll_interval_ms)
+            yield Sleep(self.settings.result_poll_interval_ms)
 
     # -- workers ---------------------------------------------------------------------------
 

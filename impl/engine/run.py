@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -39,8 +40,10 @@ class RunConfig:
     nodes: int = 2
     workflows: int = 200
     seed: int = 0
-    lease_ms: int = 1_000
-    spread_ms: int = 3_000
+    # A 3 s lease: a MariaDB commit's tail latency under load reaches ~1 s on this machine's
+    # disk, and a renewal or a queued copy later than its lease lets another node in.
+    lease_ms: int = 3_000
+    spread_ms: int = 5_000
     long_fraction: float = 0.25
     short_work_ms: int = 0
     deadline_s: float = 300.0
@@ -54,6 +57,7 @@ class RunConfig:
             lease_ms=self.lease_ms,
             renew_interval_ms=max(self.lease_ms // 3, 1),
             poll_interval_ms=max(min(self.lease_ms // 10, 100), 5),
+            result_poll_interval_ms=max(self.lease_ms, 10),
         )
 
     def node_names(self) -> list[str]:
@@ -95,7 +99,7 @@ class RunSummary:
         ]
 
 
-def _node_main(cfg: RunConfig, name: str, items: list[Item], t0_ms: int) -> int:
+def _node_main(cfg: RunConfig, name: str, items: list[Item], t0_ms: int) -> None:
     """One node process: run the node and its callers until the plan is done."""
     backend = open_backend(cfg.store_url, cfg.prefix, create=False)
     try:
@@ -122,7 +126,10 @@ def _node_main(cfg: RunConfig, name: str, items: list[Item], t0_ms: int) -> int:
                 break
             time.sleep(0.2)
         rt.stop()
-        return 0 if not rt.errors else 1
+        for exc in rt.errors[:5]:
+            print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if rt.errors:
+            sys.exit(1)
     finally:
         backend.close()
 

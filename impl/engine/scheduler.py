@@ -35,7 +35,7 @@ class Scheduler:
 
     def schedule_with_outcome(self, request: ScheduleRequest) -> ScheduleOutcome:
         """Schedule `request`; the row after it, and whether an active lease was honoured."""
-        return self.store.schedule(self.node, self.clock.now_ms(), request)
+        return self.store.schedule(self.node, self.clock.now_ms, request)
 
     def schedule(self, request: ScheduleRequest) -> Task:
         """Schedule `request` and return the row (delegates to `schedule_with_outcome`)."""
@@ -44,7 +44,7 @@ class Scheduler:
     def schedule_in_memory(self, request: ScheduleRequest, *, honour_check: bool) -> ScheduleOutcome:
         """The execution queue's backstop write; `outcome.queued` says whether to keep a copy."""
         return self.store.schedule(
-            self.node, self.clock.now_ms(), request, in_memory=True, honour_check=honour_check
+            self.node, self.clock.now_ms, request, in_memory=True, honour_check=honour_check
         )
 
     def due(self, limit: int) -> list[Task]:
@@ -53,7 +53,7 @@ class Scheduler:
 
     def lease(self, seen: Task) -> Task | None:
         """Lease one row seen by `due`; `None` when another node won it."""
-        return self.store.fetch(self.node, self.clock.now_ms(), seen)
+        return self.store.fetch(self.node, self.clock.now_ms, seen)
 
     def fetch(self, limit: int) -> list[Task]:
         """Lease up to `limit` due rows (each its own transaction); the rows you now hold."""
@@ -66,7 +66,7 @@ class Scheduler:
 
     def renew_lease(self, task: Task) -> Task:
         """Extend your lease on `task` to now + lease; raises `OptimisticLockError` if lost."""
-        outcome, row = self.store.renew(self.node, self.clock.now_ms(), task.key, task.version)
+        outcome, row = self.store.renew(self.node, self.clock.now_ms, task.key, task.version)
         if outcome != "renewed" or row is None:
             raise OptimisticLockError(
                 f"cannot renew {task.task_id}: you hold version {task.version}, the row has "
@@ -76,7 +76,7 @@ class Scheduler:
 
     def remove(self, task: Task) -> None:
         """Delete `task` at the version you hold; raises `OptimisticLockError` on a mismatch."""
-        outcome, row = self.store.remove(self.node, self.clock.now_ms(), task.key, task.version, task.run_after)
+        outcome, row = self.store.remove(self.node, self.clock.now_ms, task.key, task.version, task.run_after)
         if outcome != "removed":
             raise OptimisticLockError(
                 f"cannot remove {task.task_id} at version {task.version}: {outcome} "
@@ -85,14 +85,14 @@ class Scheduler:
 
     def reschedule_for_retry(self, task: Task, run_after: int) -> Task:
         """Make `task` PENDING again at `run_after`; raises `OptimisticLockError` on a mismatch."""
-        outcome, row = self.store.reschedule_retry(self.node, self.clock.now_ms(), task.key, task.version, run_after)
+        outcome, row = self.store.reschedule_retry(self.node, self.clock.now_ms, task.key, task.version, run_after)
         if outcome != "rescheduled" or row is None:
             raise OptimisticLockError(f"cannot reschedule {task.task_id} at version {task.version}")
         return row
 
     def mark_as_failed(self, task: Task) -> Task:
         """Dead-letter `task` (and fail its instance); raises `OptimisticLockError` on a mismatch."""
-        outcome, row = self.store.mark_failed(self.node, self.clock.now_ms(), task.key, task.version)
+        outcome, row = self.store.mark_failed(self.node, self.clock.now_ms, task.key, task.version)
         if outcome != "failed" or row is None:
             raise OptimisticLockError(f"cannot mark {task.task_id} failed at version {task.version}")
         return row

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from impl.engine.errors import EngineBug
 from impl.engine.model import Event, Instance, Task, TaskKey
 from impl.engine.queries import DROP_NAMES, queries, schema_names
 from impl.errors import StoreUnavailable
@@ -54,19 +55,30 @@ def _inst_params(inst: Instance) -> dict[str, Any]:
 class SqlTxn:
     """One SQL transaction: each method runs the named query of the same name."""
 
-    def __init__(self, cursor: Any, q: dict[str, str]) -> None:
+    def __init__(self, cursor: Any, q: dict[str, str], returning: bool) -> None:
         self._c = cursor
         self._q = q
+        self._returning = returning  # SQLite's UPDATE ... RETURNING; MySQL's LAST_INSERT_ID
 
     def _run(self, name: str, params: dict[str, Any]) -> int:
         self._c.execute(self._q[name], params)
         return int(self._c.rowcount)
 
     def lock_workflow(self, wf: str) -> int:
-        self._run("ensure_lock_row", {"wf": wf})
-        self._run("lock_workflow", {"wf": wf})
-        self._c.execute(self._q["read_lock"], {"wf": wf})
-        return int(self._c.fetchone()[0])
+        n = self._bump_lock(wf)
+        if n is None:  # the workflow's first transaction: create its lock row, then take it
+            self._run("ensure_lock_row", {"wf": wf})
+            n = self._bump_lock(wf)
+        if n is None:
+            raise EngineBug(f"cannot lock workflow {wf!r}: its wf_lock row is missing")
+        return n
+
+    def _bump_lock(self, wf: str) -> int | None:
+        self._c.execute(self._q["lock_workflow"], {"wf": wf})
+        if self._returning:
+            row = self._c.fetchone()
+            return int(row[0]) if row else None
+        return int(self._c.lastrowid) if self._c.rowcount == 1 else None
 
     def read_task(self, key: TaskKey) -> Task | None:
         self._c.execute(self._q["read_task"], {"owner": key.owner, "task_id": key.task_id})
@@ -104,56 +116,93 @@ class _SqlBackend:
     dialect = ""
     url = ""
 
-    def __init__(self, prefix: str = "") -> None:
+    def __init__(self, prefix: str = "", pool_size: int = 32) -> None:
         self.prefix = prefix
         self.q = queries(self.dialect, prefix)
-        self._local = threading.local()
-        self._all: list[Any] = []
-        self._all_lock = threading.Lock()
+        # A bounded pool: a node may run hundreds of threads, a server allows ~150 connections.
+        self._pool_size = pool_size
+        self._idle: list[Any] = []
+        self._opened = 0
+        self._cond = threading.Condition()
 
     def _connect(self) -> Any:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def _conn(self) -> Any:
-        conn = getattr(self._local, "conn", None)
+    @contextmanager
+    def _conn(self) -> Iterator[Any]:
+        """Borrow a connection for one transaction or read; wait if all are in use."""
+        with self._cond:
+            while not self._idle and self._opened >= self._pool_size:
+                self._cond.wait()
+            if self._idle:
+                conn = self._idle.pop()
+            else:
+                self._opened += 1
+                conn = None
         if conn is None:
-            conn = self._connect()
-            self._local.conn = conn
-            with self._all_lock:
-                self._all.append(conn)
-        return conn
+            try:
+                conn = self._connect()
+            except BaseException:
+                with self._cond:
+                    self._opened -= 1
+                    self._cond.notify()
+                raise
+        broken = False
+        try:
+            yield conn
+        except BaseException as exc:
+            broken = self._is_broken(exc)
+            raise
+        finally:
+            with self._cond:
+                if broken:
+                    self._opened -= 1
+                else:
+                    self._idle.append(conn)
+                self._cond.notify()
+            if broken:
+                self._close_quietly(conn)
+
+    def _is_broken(self, exc: BaseException) -> bool:
+        """Whether `exc` left the connection unusable (it is then closed, not reused)."""
+        return False
+
+    @staticmethod
+    def _close_quietly(conn: Any) -> None:
+        try:
+            conn.close()
+        except Exception:  # closing a broken connection is not worth failing over
+            pass
 
     def _begin(self, conn: Any) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
     @contextmanager
     def transaction(self) -> Iterator[SqlTxn]:
-        conn = self._conn()
-        self._begin(conn)
-        cur = conn.cursor()
-        try:
-            yield SqlTxn(cur, self.q)
-        except BaseException:
-            conn.rollback()
-            raise
-        else:
-            conn.commit()
-        finally:
-            cur.close()
+        with self._conn() as conn:
+            self._begin(conn)
+            cur = conn.cursor()
+            try:
+                yield SqlTxn(cur, self.q, self.dialect == "sqlite")
+            except BaseException:
+                try:
+                    conn.rollback()
+                except Exception:  # the original error matters more than a failed rollback
+                    pass
+                raise
+            else:
+                conn.commit()
+            finally:
+                cur.close()
 
     def _query(self, name: str, params: dict[str, Any]) -> list[Any]:
-        conn = self._conn()
-        cur = conn.cursor()
-        try:
-            cur.execute(self.q[name], params)
-            rows = list(cur.fetchall())
-        finally:
-            cur.close()
-        self._end_read(conn)
-        return rows
-
-    def _end_read(self, conn: Any) -> None:
-        """End the implicit read transaction, so the next read sees newer commits."""
+        with self._conn() as conn:
+            cur = conn.cursor()
+            try:
+                cur.execute(self.q[name], params)
+                return list(cur.fetchall())
+            finally:
+                cur.close()
 
     def due_tasks(self, now: int, limit: int) -> list[Task]:
         return [t for t in map(_task, self._query("due_tasks", {"now": now, "limit": limit})) if t]
@@ -188,14 +237,14 @@ class _SqlBackend:
         return out
 
     def _exec_names(self, names: Any) -> None:
-        conn = self._conn()
-        cur = conn.cursor()
-        try:
-            for name in names:
-                cur.execute(self.q[name])
-        finally:
-            cur.close()
-        conn.commit()
+        with self._conn() as conn:
+            cur = conn.cursor()
+            try:
+                for name in names:
+                    cur.execute(self.q[name])
+            finally:
+                cur.close()
+            conn.commit()
 
     def create_schema(self) -> None:
         self._exec_names(schema_names(self.dialect))
@@ -204,14 +253,11 @@ class _SqlBackend:
         self._exec_names(DROP_NAMES)
 
     def close(self) -> None:
-        with self._all_lock:
-            conns, self._all = self._all, []
+        with self._cond:
+            conns, self._idle = self._idle, []
+            self._opened -= len(conns)
         for conn in conns:
-            try:
-                conn.close()
-            except Exception:  # closing a broken connection is not worth failing over
-                pass
-        self._local = threading.local()
+            self._close_quietly(conn)
 
 
 class SqliteBackend(_SqlBackend):
@@ -242,9 +288,9 @@ class SqliteBackend(_SqlBackend):
         conn.execute("BEGIN IMMEDIATE")
 
     def _exec_names(self, names: Any) -> None:
-        conn = self._conn()
-        for name in names:
-            conn.execute(self.q[name])
+        with self._conn() as conn:
+            for name in names:
+                conn.execute(self.q[name])
 
     def is_retryable(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
@@ -283,3 +329,8 @@ class MysqlBackend(_SqlBackend):
         import pymysql
 
         return isinstance(exc, pymysql.MySQLError) and bool(exc.args) and exc.args[0] in self._RETRYABLE
+
+    def _is_broken(self, exc: BaseException) -> bool:
+        import pymysql
+
+        return isinstance(exc, (pymysql.err.OperationalError, pymysql.err.InterfaceError)) and not self.is_retryable(exc)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Union
 
 from impl.engine import decide
 from impl.engine.backend import Backend, Txn
@@ -45,6 +45,18 @@ class _NoCommit(Exception):
 
 def _key(wf: str) -> TaskKey:
     return TaskKey(WORKFLOW_OWNER, wf)
+
+
+Now = Union[int, Callable[[], int]]
+
+
+def _at(now: Now) -> int:
+    """The time of a transaction: read once its workflow lock is held, if given as a clock.
+
+    A transaction can wait for the lock; reading the clock after the wait keeps `now` in commit
+    order, as the trace's `now` promises, and keeps lease decisions from using a stale time.
+    """
+    return now() if callable(now) else now
 
 
 def _json(value: Any) -> str:
@@ -108,11 +120,12 @@ class Store:
 
     # -- start and signal ------------------------------------------------------------------
 
-    def create_instance(self, node: str, now: int, wf: str, workflow: str, state: str) -> tuple[str, Instance]:
+    def create_instance(self, node: str, now: Now, wf: str, workflow: str, state: str) -> tuple[str, Instance]:
         """Start, write 1: insert the instance RUNNING at version 1 unless it exists."""
 
         def body(tx: Txn) -> tuple[str, Instance]:
             n = tx.lock_workflow(wf)
+            t = _at(now)
             inst = tx.read_instance(wf)
             if inst is not None:
                 outcome = "exists"
@@ -120,18 +133,19 @@ class Store:
                 inst = Instance(wf=wf, workflow=workflow, status=RUNNING, version=1, state=state)
                 tx.insert_instance(inst)
                 outcome = "created"
-            self._record(tx, wf, n, node, now, "create_instance", {"workflow": workflow}, outcome)
+            self._record(tx, wf, n, node, t, "create_instance", {"workflow": workflow}, outcome)
             return outcome, inst
 
         return self._txn(body)
 
     def update_instance(
-        self, node: str, now: int, wf: str, expected_version: int, state: str
+        self, node: str, now: Now, wf: str, expected_version: int, state: str
     ) -> tuple[str, Instance | None]:
         """Signal, write 1: the versioned update of the instance's state."""
 
         def body(tx: Txn) -> tuple[str, Instance | None]:
             n = tx.lock_workflow(wf)
+            t = _at(now)
             inst = tx.read_instance(wf)
             if inst is None:
                 raise _NoCommit(("missing", None))
@@ -139,7 +153,7 @@ class Store:
             if outcome == "updated":
                 inst = inst.with_(state=state, version=inst.version + 1)
                 self._must(tx.update_instance(inst, expected_version), "update_instance")
-            self._record(tx, wf, n, node, now, "update_instance", {"version": expected_version}, outcome)
+            self._record(tx, wf, n, node, t, "update_instance", {"version": expected_version}, outcome)
             return outcome, inst
 
         return self._txn(body)
@@ -149,7 +163,7 @@ class Store:
     def schedule(
         self,
         node: str,
-        now: int,
+        now: Now,
         request: ScheduleRequest,
         *,
         in_memory: bool = False,
@@ -164,8 +178,9 @@ class Store:
 
         def body(tx: Txn) -> ScheduleOutcome:
             n = tx.lock_workflow(wf)
+            t = _at(now)
             row = tx.read_task(request.key)
-            d = decide.decide_schedule(row, request, now, self.lease_ms, bump=self.bump)
+            d = decide.decide_schedule(row, request, t, self.lease_ms, bump=self.bump)
             if d.outcome == "inserted":
                 assert d.write is not None
                 tx.insert_task(d.write)
@@ -180,23 +195,24 @@ class Store:
                 queued = decide.decide_queue_copy(d.outcome, honour_check=honour_check)
                 args["queued"] = queued
             op = "schedule_in_memory" if in_memory else "schedule"
-            self._record(tx, wf, n, node, now, op, args, d.outcome)
+            self._record(tx, wf, n, node, t, op, args, d.outcome)
             return ScheduleOutcome(task=task, outcome=d.outcome, queued=queued)
 
         return self._txn(body)
 
-    def fetch(self, node: str, now: int, seen: Task) -> Task | None:
+    def fetch(self, node: str, now: Now, seen: Task) -> Task | None:
         """Lease one due row seen by `due_tasks`; `None` (no step) when another node won."""
         wf = seen.task_id
 
         def body(tx: Txn) -> Task | None:
             n = tx.lock_workflow(wf)
+            t = _at(now)
             row = tx.read_task(seen.key)
-            leased = decide.decide_fetch(row, seen.version, now, self.lease_ms)
+            leased = decide.decide_fetch(row, seen.version, t, self.lease_ms)
             if leased is None:
                 raise _NoCommit(None)
             self._must(tx.update_task(leased, seen.version), "fetch")
-            self._record(tx, wf, n, node, now, "fetch", {"task_version": seen.version}, "leased")
+            self._record(tx, wf, n, node, t, "fetch", {"task_version": seen.version}, "leased")
             return leased
 
         return self._txn(body)
@@ -205,7 +221,7 @@ class Store:
         """Rows a fetch may lease at `now` (a plain read, not a step)."""
         return self.backend.due_tasks(now, limit)
 
-    def renew(self, node: str, now: int, key: TaskKey, version: int) -> tuple[str, Task | None]:
+    def renew(self, node: str, now: Now, key: TaskKey, version: int) -> tuple[str, Task | None]:
         """`renew_lease`: `run_after = now + lease`, version+1, if the row still has `version`.
 
         Returns the outcome and the row after the transaction (on a conflict, the row as it is).
@@ -214,44 +230,47 @@ class Store:
 
         def body(tx: Txn) -> tuple[str, Task | None]:
             n = tx.lock_workflow(wf)
+            t = _at(now)
             row = tx.read_task(key)
-            new = decide.decide_renew(row, version, now, self.lease_ms)
+            new = decide.decide_renew(row, version, t, self.lease_ms)
             if new is not None:
                 self._must(tx.update_task(new, version), "renew")
                 outcome, after = "renewed", new
             else:
                 outcome, after = "conflict", row
-            self._record(tx, wf, n, node, now, "renew", {"task_version": version}, outcome)
+            self._record(tx, wf, n, node, t, "renew", {"task_version": version}, outcome)
             return outcome, after
 
         return self._txn(body)
 
     def remove(
-        self, node: str, now: int, key: TaskKey, version: int, held_run_after: int
+        self, node: str, now: Now, key: TaskKey, version: int, held_run_after: int
     ) -> tuple[str, Task | None]:
         """Finish: `DELETE ... WHERE version = v`; on a miss, say why (`gone`, `rerun`, `lost`)."""
         wf = key.task_id
 
         def body(tx: Txn) -> tuple[str, Task | None]:
             n = tx.lock_workflow(wf)
+            t = _at(now)
             if tx.delete_task(key, version) == 1:
                 outcome, row = "removed", None
             else:
                 row = tx.read_task(key)
                 outcome = decide.classify_failed_remove(row, held_run_after)
-            self._record(tx, wf, n, node, now, "remove", {"task_version": version}, outcome)
+            self._record(tx, wf, n, node, t, "remove", {"task_version": version}, outcome)
             return outcome, row
 
         return self._txn(body)
 
     def reschedule_retry(
-        self, node: str, now: int, key: TaskKey, version: int, run_after: int
+        self, node: str, now: Now, key: TaskKey, version: int, run_after: int
     ) -> tuple[str, Task | None]:
         """Finish after a failed run: PENDING at a later `run_after`, version+1."""
         wf = key.task_id
 
         def body(tx: Txn) -> tuple[str, Task | None]:
             n = tx.lock_workflow(wf)
+            t = _at(now)
             row = tx.read_task(key)
             new = decide.decide_retry(row, version, run_after)
             if new is not None:
@@ -260,17 +279,18 @@ class Store:
             else:
                 outcome, after = "conflict", row
             args = {"task_version": version, "run_after": run_after}
-            self._record(tx, wf, n, node, now, "reschedule_retry", args, outcome)
+            self._record(tx, wf, n, node, t, "reschedule_retry", args, outcome)
             return outcome, after
 
         return self._txn(body)
 
-    def mark_failed(self, node: str, now: int, key: TaskKey, version: int) -> tuple[str, Task | None]:
+    def mark_failed(self, node: str, now: Now, key: TaskKey, version: int) -> tuple[str, Task | None]:
         """Past `max_retries`: the row becomes FAILED (dead letter) and so does the instance."""
         wf = key.task_id
 
         def body(tx: Txn) -> tuple[str, Task | None]:
             n = tx.lock_workflow(wf)
+            t = _at(now)
             row = tx.read_task(key)
             new = decide.decide_mark_failed(row, version)
             if new is not None:
@@ -282,21 +302,22 @@ class Store:
                 outcome, after = "failed", new
             else:
                 outcome, after = "conflict", row
-            self._record(tx, wf, n, node, now, "mark_failed", {"task_version": version}, outcome)
+            self._record(tx, wf, n, node, t, "mark_failed", {"task_version": version}, outcome)
             return outcome, after
 
         return self._txn(body)
 
     # -- runs ------------------------------------------------------------------------------
 
-    def run_start(self, node: str, now: int, wf: str, source: str, task_version: int) -> Instance | None:
+    def run_start(self, node: str, now: Now, wf: str, source: str, task_version: int) -> Instance | None:
         """A handler run begins: read the instance it will run on."""
 
         def body(tx: Txn) -> Instance | None:
             n = tx.lock_workflow(wf)
+            t = _at(now)
             inst = tx.read_instance(wf)
             args = {"source": source, "task_version": task_version}
-            self._record(tx, wf, n, node, now, "run_start", args, "started")
+            self._record(tx, wf, n, node, t, "run_start", args, "started")
             return inst
 
         return self._txn(body)
@@ -304,7 +325,7 @@ class Store:
     def run_end(
         self,
         node: str,
-        now: int,
+        now: Now,
         wf: str,
         expected_version: int,
         result: str,
@@ -319,6 +340,7 @@ class Store:
 
         def body(tx: Txn) -> str:
             n = tx.lock_workflow(wf)
+            t = _at(now)
             inst = tx.read_instance(wf)
             if inst is None or inst.version != expected_version:
                 outcome = "conflict"
@@ -333,7 +355,7 @@ class Store:
                     new = inst.with_(version=inst.version + 1)
                 self._must(tx.update_instance(new, expected_version), "run_end")
                 outcome = "saved"
-            self._record(tx, wf, n, node, now, "run_end", {"result": result}, outcome)
+            self._record(tx, wf, n, node, t, "run_end", {"result": result}, outcome)
             return outcome
 
         return self._txn(body)

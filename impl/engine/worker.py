@@ -46,7 +46,7 @@ def run_task(node: Node, item: QueuedTask) -> Fiber[None]:
         return
     for _ in range(s.max_finish_attempts):
         version = held.version
-        inst = yield Call(lambda: store.run_start(node.name, now(), wf, item.source, version), "run_start")
+        inst = yield Call(lambda: store.run_start(node.name, now, wf, item.source, version), "run_start")
         node.monitor.begin(wf, node.name)
         try:
             step, duration = _handler(node, inst, held)
@@ -56,7 +56,7 @@ def run_task(node: Node, item: QueuedTask) -> Fiber[None]:
             value = _json(step.value) if step is not None and step.result == "completed" else None
             inst_version = inst.version if inst is not None else 0
             saved = yield Call(
-                lambda: store.run_end(node.name, now(), wf, inst_version, result, state, value), "run_end"
+                lambda: store.run_end(node.name, now, wf, inst_version, result, state, value), "run_end"
             )
         finally:
             node.monitor.end(wf, node.name)
@@ -69,7 +69,7 @@ def run_task(node: Node, item: QueuedTask) -> Fiber[None]:
             continue
         h = held
         outcome, row = yield Call(
-            lambda: store.remove(node.name, now(), h.key, h.version, h.run_after), "remove"
+            lambda: store.remove(node.name, now, h.key, h.version, h.run_after), "remove"
         )
         if outcome != "rerun" or row is None:
             return  # removed; removed elsewhere; or our lease was lost and the row is not ours
@@ -108,15 +108,15 @@ def _work(node: Node, held: Task, duration: int) -> Fiber[tuple[Task, bool]]:
 
 def _renew(node: Node, held: Task) -> Fiber[tuple[Task, bool]]:
     store, now = node.store, node.clock.now_ms
-    outcome, row = yield Call(lambda: store.renew(node.name, now(), held.key, held.version), "renew")
+    outcome, row = yield Call(lambda: store.renew(node.name, now, held.key, held.version), "renew")
     if outcome == "renewed" and row is not None:
         return row, False
     if node.gates.renew_adopts_rerun and row is not None and decide.is_rerun_signal(row, held):
         v = row.version
-        outcome, again = yield Call(lambda: store.renew(node.name, now(), held.key, v), "renew")
+        outcome, again = yield Call(lambda: store.renew(node.name, now, held.key, v), "renew")
         if outcome == "renewed" and again is not None:
             return again, True
-        return held, True
+        return held, False  # lost it after all: our remove will say so
     return held, False  # lease lost: the run goes on, and its remove will find out
 
 
@@ -127,14 +127,14 @@ def _retry_or_fail(node: Node, held: Task) -> Fiber[None]:
         return
     delay = decide.retry_delay_ms(held, s.retry_backoff_ms)
     yield Call(
-        lambda: store.reschedule_retry(node.name, now(), held.key, held.version, now() + delay),
+        lambda: store.reschedule_retry(node.name, now, held.key, held.version, now() + delay),
         "reschedule_retry",
     )
 
 
 def _mark_failed(node: Node, held: Task) -> Fiber[None]:
     store, now = node.store, node.clock.now_ms
-    outcome, _ = yield Call(lambda: store.mark_failed(node.name, now(), held.key, held.version), "mark_failed")
+    outcome, _ = yield Call(lambda: store.mark_failed(node.name, now, held.key, held.version), "mark_failed")
     if outcome == "failed":
         from impl.engine.node import WorkflowFailed
 

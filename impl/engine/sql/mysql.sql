@@ -46,3 +46,8 @@ CREATE TABLE IF NOT EXISTS {p}trace (
 
 -- name: ensure_lock_row
 INSERT IGNORE INTO {p}wf_lock (wf, n) VALUES (:wf, 0)
+
+-- name: lock_workflow
+-- Serialises every transaction on one workflow and numbers its events in commit order;
+-- LAST_INSERT_ID(expr) hands the new number back without another round trip.
+UPDATE {p}wf_lock SET n = LAST_INSERT_ID(n + 1) WHERE wf = :wf

@@ -2,10 +2,6 @@
 -- Parameters are written :name; {p} is the table prefix. Each query is one statement.
 -- A dialect file (sqlite.sql, mysql.sql) overrides a name where the syntax differs.
 
--- name: lock_workflow
--- Serialises every transaction on one workflow and numbers its events in commit order.
-UPDATE {p}wf_lock SET n = n + 1 WHERE wf = :wf
-
 -- name: read_lock
 SELECT n FROM {p}wf_lock WHERE wf = :wf
 

@@ -46,3 +46,7 @@ CREATE TABLE IF NOT EXISTS {p}trace (
 
 -- name: ensure_lock_row
 INSERT OR IGNORE INTO {p}wf_lock (wf, n) VALUES (:wf, 0)
+
+-- name: lock_workflow
+-- Serialises every transaction on one workflow and numbers its events in commit order.
+UPDATE {p}wf_lock SET n = n + 1 WHERE wf = :wf RETURNING n
