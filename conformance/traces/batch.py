@@ -98,31 +98,66 @@ def render_batch(batch: Batch) -> dict[str, str]:
     }
 
 
+def _balance(text: str) -> int:
+    """Opening minus closing brackets of a TLA+ value, outside string literals."""
+    depth, i, in_string = 0, 0, False
+    while i < len(text):
+        ch = text[i]
+        if in_string:
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif text.startswith("<<", i):
+            depth, i = depth + 1, i + 1
+        elif text.startswith(">>", i):
+            depth, i = depth - 1, i + 1
+        elif ch in "[({":
+            depth += 1
+        elif ch in "])}":
+            depth -= 1
+        i += 1
+    return depth
+
+
+def printed_values(output: str) -> list[object]:
+    """The tuples a spec printed with PrintT, in order, joined where TLC wrapped a long one."""
+    values: list[object] = []
+    for message in walk(parse_messages(output)):
+        pending: list[str] = []
+        for line in message.body.splitlines():
+            if not pending and not line.lstrip().startswith("<<"):
+                continue
+            pending.append(line)
+            text = "\n".join(pending)
+            if _balance(text) <= 0:
+                pending = []
+                try:
+                    values.append(parse_value(text))
+                except Exception:  # not a value: some other text that began with <<
+                    continue
+    return values
+
+
 def read_prints(output: str) -> Prints:
     """The L / ACCEPT / DIFF lines a trace spec printed (see tla/TraceCheck.tla)."""
     explained: dict[int, int] = {}
     accepted: set[int] = set()
     diffs: dict[tuple[int, int], list[Diff]] = defaultdict(list)
-    for message in walk(parse_messages(output)):
-        for line in message.body.splitlines():
-            line = line.strip()
-            if not line.startswith('<<"'):
-                continue
-            try:
-                value = parse_value(line)
-            except Exception:  # a print of the spec's own, not ours
-                continue
-            if not isinstance(value, tuple) or not value:
-                continue
-            if value[0] == "L" and len(value) == 3:
-                explained[value[1]] = max(explained.get(value[1], 0), value[2])
-            elif value[0] == "ACCEPT" and len(value) == 2:
-                accepted.add(value[1])
-            elif value[0] == "DIFF" and len(value) == 4 and isinstance(value[3], dict):
-                for field, pair in value[3].items():
-                    d = Diff(str(field), format_value(pair[0]), format_value(pair[1]))
-                    if d not in diffs[(value[1], value[2])]:
-                        diffs[(value[1], value[2])].append(d)
+    for value in printed_values(output):
+        if not isinstance(value, tuple) or not value:
+            continue
+        if value[0] == "L" and len(value) == 3:
+            explained[value[1]] = max(explained.get(value[1], 0), value[2])
+        elif value[0] == "ACCEPT" and len(value) == 2:
+            accepted.add(value[1])
+        elif value[0] == "DIFF" and len(value) == 4 and isinstance(value[3], dict):
+            for field, pair in value[3].items():
+                d = Diff(str(field), format_value(pair[0]), format_value(pair[1]))
+                if d not in diffs[(value[1], value[2])]:
+                    diffs[(value[1], value[2])].append(d)
     return Prints(explained, frozenset(accepted), dict(diffs))
 
 
@@ -141,6 +176,13 @@ def verdicts_from_prints(batch: Batch, prints: Prints) -> list[TraceVerdict]:
     return out
 
 
+def batch_id(batch: Batch) -> str:
+    """A short stable name for a batch (from its traces' sources), for kept files."""
+    import hashlib
+
+    return hashlib.sha1("\n".join(t.source for t in batch.traces).encode()).hexdigest()[:10]
+
+
 def run_batch(batch: Batch, tlc: Tlc, workers: int, keep_dir: Path | None = None) -> tuple[Verdict, str]:
     """Run TLC on one batch; its verdict (ok when it ran to the end) and raw output."""
     files = render_batch(batch)
@@ -151,9 +193,11 @@ def run_batch(batch: Batch, tlc: Tlc, workers: int, keep_dir: Path | None = None
         for name, text in files.items():
             (run_dir / name).write_text(text, encoding="utf-8")
         if keep_dir is not None:
-            keep_dir.mkdir(parents=True, exist_ok=True)
+            where = keep_dir / f"{batch.system.name}-{batch_id(batch)}"
+            where.mkdir(parents=True, exist_ok=True)
             for name, text in files.items():
-                (keep_dir / name).write_text(text, encoding="utf-8")
+                (where / name).write_text(text, encoding="utf-8")
+            (where / "traces.txt").write_text("".join(f"{i} {t.source}\n" for i, t in enumerate(batch.traces, 1)), encoding="utf-8")
         cmd = tlc_command(TlcInvocation(java=tlc.java, jar=tlc.jar, module_file="TraceRun.tla", cfg_file="TraceRun.cfg",
                                         workers=workers, metadir="states", check_deadlock=False))
         raw = run_tlc(cmd, run_dir, batch.system.timeout)

@@ -4,10 +4,11 @@ check the rest in batches. Returns one verdict per file, in the order given."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.check.runner import Tlc
+from conformance.check.runner import Tlc, default_workers
 from conformance.output.verdict import Verdict
 from conformance.traces.batch import Batch, check_batch, group
 from conformance.traces.read import read_trace_file
@@ -64,13 +65,22 @@ def check_traces(
     workers: int | None = None,
     keep_dir: Path | None = None,
     on_run: Callable[[Batch, Verdict], None] | None = None,
+    jobs: int | None = None,
 ) -> list[TraceVerdict]:
-    """A verdict for every item (a read trace, or the verdict its reading already gave)."""
+    """A verdict for every item (a read trace, or the verdict its reading already gave).
+
+    Up to `jobs` TLC runs at once (default: one per core), each with `workers` TLC workers
+    (default: the cores left to it).
+    """
     s = triage(items, systems)
     verdicts = dict(s.decided)
-    for name, traces in s.ready.items():
-        for batch in group(traces, systems[name], batch_size):
-            for v in check_batch(batch, tlc, workers, keep_dir, on_run):
+    batches = [b for name, traces in s.ready.items() for b in group(traces, systems[name], batch_size)]
+    # Batches are independent TLC runs: run them side by side, one TLC worker per core each.
+    jobs = max(1, min(jobs or default_workers(), len(batches)))
+    per_run = workers or max(1, default_workers() // jobs)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for result in pool.map(lambda b: check_batch(b, tlc, per_run, keep_dir, on_run), batches):
+            for v in result:
                 verdicts[v.source] = v
     order = [i.source for i in items]
     return [verdicts[src] for src in order]

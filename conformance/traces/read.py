@@ -27,8 +27,13 @@ def default_schema_dir() -> Path:
 
 
 @cache
-def _validator(schema_path: Path) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(json.loads(schema_path.read_text(encoding="utf-8")))
+def _validator(schema_path: Path, kind: str | None = None) -> jsonschema.Draft202012Validator:
+    """A validator for the schema at `schema_path`; for the line schema, for one `kind` of line
+    (so that an error names the field, instead of "not valid under any of the given schemas")."""
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    if kind is not None:
+        schema = {k: v for k, v in schema.items() if k != "oneOf"} | {"$ref": f"#/$defs/{kind}"}
+    return jsonschema.Draft202012Validator(schema)
 
 
 def _first_error(validator: jsonschema.Draft202012Validator, value: Any) -> str | None:
@@ -43,7 +48,6 @@ def _first_error(validator: jsonschema.Draft202012Validator, value: Any) -> str 
 def parse_trace(text: str, source: str, schema_dir: Path | None = None) -> Trace | TraceVerdict:
     """The trace in `text`, or a `malformed` verdict that says where and why."""
     schema_dir = schema_dir or default_schema_dir()
-    line_schema = _validator(schema_dir / SCHEMA_NAME)
 
     def malformed(reason: str) -> TraceVerdict:
         return TraceVerdict(source, TraceKind.MALFORMED, reason=reason)
@@ -59,7 +63,10 @@ def parse_trace(text: str, source: str, schema_dir: Path | None = None) -> Trace
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
             return malformed(f"line {number}: not JSON ({exc.msg} at column {exc.colno})")
-        problem = _first_error(line_schema, value)
+        kind = value.get("kind") if isinstance(value, dict) else None
+        if kind not in ("header", "event", "end"):
+            return malformed(f"line {number}: field kind: must be header, event or end, not {kind!r}")
+        problem = _first_error(_validator(schema_dir / SCHEMA_NAME, kind), value)
         if problem:
             return malformed(f"line {number}: {problem}")
         parsed.append(value)

@@ -22,7 +22,7 @@ SYSTEMS = ["workqueue", "command"]
 
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_ten_seeds_replay_byte_identical_traces(system: str, tmp_path: Path) -> None:
-    config = SimConfig(system=system, crashes=1, faults=2)
+    config = SimConfig(system=system, crashes=1, faults=2, lags=2)
     for seed in range(10):
         texts = []
         for attempt in range(2):
@@ -46,7 +46,7 @@ def test_seeded_runs_keep_the_invariants(system: str, seeds: range) -> None:
     """Random interleavings with a crash: no overlapping invocation, no terminal state changed,
     every message acked."""
     for seed in seeds:
-        out = seeded(SimConfig(system=system, crashes=1, faults=2, handler_steps=8), seed).run()
+        out = seeded(SimConfig(system=system, crashes=1, faults=2, lags=2, handler_steps=8), seed).run()
         assert out["duplicate_invocations"] == 0, (seed, out)
         assert out["terminal_changes"] == 0, (seed, out)
         assert out["finished"], (seed, out)
@@ -60,7 +60,7 @@ def _chooser(data: st.DataObject):  # type: ignore[no-untyped-def]
 @given(data=st.data(), system=st.sampled_from(SYSTEMS), seed=st.integers(0, 2**16))
 def test_hypothesis_interleavings_never_overlap(data: st.DataObject, system: str, seed: int) -> None:
     """Hypothesis picks every step (which node, which action, how far the clock moves)."""
-    sim = Simulation(SimConfig(system=system, crashes=1, faults=2, handler_steps=8, max_steps=250),
+    sim = Simulation(SimConfig(system=system, crashes=1, faults=2, lags=2, handler_steps=8, max_steps=250),
                      _chooser(data), random.Random(seed))
     out = sim.run()
     assert out["duplicate_invocations"] == 0, out

@@ -1,0 +1,177 @@
+"""Checking traces with TLC, on the Counter fixture system (tests/fixtures/project)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conformance.check.runner import Tlc
+from conformance.traces.check import check_traces
+from conformance.traces.mutate import mutants
+from conformance.traces.read import parse_trace, read_trace_file
+from conformance.traces.system import load_systems
+from conformance.traces.trace import Trace, TraceKind
+
+pytestmark = pytest.mark.tlc
+
+PROJECT = Path(__file__).parent.parent / "fixtures" / "project"
+CORPUS = PROJECT / "traces" / "corpus" / "counter"
+
+
+@pytest.fixture(scope="module")
+def tlc() -> Tlc:
+    return Tlc.locate()
+
+
+@pytest.fixture(scope="module")
+def systems() -> dict[str, Any]:
+    return load_systems(PROJECT)
+
+
+def make(name: str, steps: list[tuple[str, int]], nodes: list[str] | None = None, limit: int = 5, **header: Any) -> Trace:
+    nodes = nodes or ["n1", "n2"]
+    seen = {n: 0 for n in nodes}
+    lines: list[dict[str, Any]] = [{"kind": "header", "format": 1, "system": "counter", "gates": {}, "settings": {"limit": limit}, "nodes": nodes, **header}]
+    for i, (node, x) in enumerate(steps, start=1):
+        seen[node] = x
+        lines.append({"kind": "event", "seq": i, "node": node, "op": "step", "now": i, "outcome": "stepped", "state": {"x": x, "seen": dict(seen)}})
+    lines.append({"kind": "end", "count": len(steps)})
+    t = parse_trace("".join(json.dumps(ln) + "\n" for ln in lines), name)
+    assert isinstance(t, Trace), t
+    return t
+
+
+def test_known_traces(tlc: Tlc, systems: dict[str, Any]) -> None:
+    files = sorted(CORPUS.rglob("*.ndjson"))
+    verdicts = {Path(v.source).name: v for v in check_traces([read_trace_file(f) for f in files], systems, tlc)}
+    assert {n: v.kind for n, v in verdicts.items()} == {
+        "accepted-to-limit.ndjson": TraceKind.ACCEPTED,
+        "accepted-two-nodes.ndjson": TraceKind.ACCEPTED,
+        "rejected-past-limit.ndjson": TraceKind.REJECTED,
+        "rejected-skips-a-value.ndjson": TraceKind.REJECTED,
+    }
+    skips = verdicts["rejected-skips-a-value.ndjson"]
+    assert (skips.line, skips.op, skips.node, skips.explained) == (2, "step", "n2", 1)
+    assert sorted((d.field, d.expected, d.logged) for d in skips.diffs) == [
+        ("seen", "[n1 |-> 1, n2 |-> 2]", "[n1 |-> 1, n2 |-> 3]"), ("x", "2", "3")]
+    past = verdicts["rejected-past-limit.ndjson"]
+    assert (past.line, past.diffs) == (3, ())  # no Step is enabled at the limit: nothing to compare
+
+
+def test_batched_verdicts_equal_one_trace_per_run(tlc: Tlc, systems: dict[str, Any]) -> None:
+    base = [make("a", [("n1", 1), ("n2", 2), ("n1", 3)]), make("c", [("n1", 1), ("n1", 3)])]
+    items: list[Trace] = list(base)
+    for t in base[:1]:
+        items.extend(m.trace for m in mutants(t, systems["counter"])[0])
+    batched = check_traces(items, systems, tlc, batch_size=400)
+    alone = check_traces(items, systems, tlc, batch_size=1)
+    assert batched == alone
+    assert [v.kind for v in batched[:2]] == [TraceKind.ACCEPTED, TraceKind.REJECTED]
+    assert all(v.kind is TraceKind.REJECTED for v in batched[2:])
+
+
+def test_hostile_strings_do_not_change_the_meaning(tlc: Tlc, systems: dict[str, Any]) -> None:
+    nodes = ['a"b >>', "c\\d\n====", "e\u00e9"]
+    good = make("hostile", [(nodes[0], 1), (nodes[1], 2), (nodes[2], 3)], nodes=nodes)
+    bad = make("hostile-bad", [(nodes[0], 1), (nodes[1], 3)], nodes=nodes)
+    v_good, v_bad = check_traces([good, bad], systems, tlc)
+    assert v_good.kind is TraceKind.ACCEPTED, v_good
+    assert v_bad.kind is TraceKind.REJECTED and v_bad.line == 2
+
+
+def test_skipped_and_malformed_never_reach_tlc(tlc: Tlc, systems: dict[str, Any], tmp_path: Path) -> None:
+    other = make("other", [("n1", 1)])
+    other = Trace("other", {**other.header, "system": "billing"}, other.events)
+    featured = make("featured", [("n1", 1)], features=["compensation"])
+    op = make("op", [("n1", 1)])
+    op = Trace("op", op.header, ({**op.events[0], "op": "teleport"},))
+    cut = tmp_path / "cut.ndjson"
+    cut.write_text("\n".join(CORPUS.joinpath("accepted", "accepted-two-nodes.ndjson").read_text().splitlines()[:-1]) + "\n")
+    verdicts = check_traces([other, featured, op, read_trace_file(cut)], systems, tlc)
+    assert [v.kind for v in verdicts] == [TraceKind.SKIPPED, TraceKind.SKIPPED, TraceKind.SKIPPED, TraceKind.MALFORMED]
+    assert "no trace spec for system 'billing'" in (verdicts[0].reason or "")
+    assert "uses compensation" in (verdicts[1].reason or "")
+    assert "has op teleport" in (verdicts[2].reason or "")
+    assert "truncated" in (verdicts[3].reason or "")
+
+
+def test_a_trace_that_breaks_tlc_is_isolated(tlc: Tlc, systems: dict[str, Any]) -> None:
+    good = make("good", [("n1", 1), ("n2", 2)])
+    broken = make("broken", [("n1", 1)])
+    broken = Trace("broken", broken.header, ({**broken.events[0], "state": {"y": 1}},))  # no x: TLC cannot evaluate E.state.x
+    bad = make("bad", [("n1", 2)])
+    verdicts = check_traces([good, broken, bad], systems, tlc)
+    assert [v.kind for v in verdicts] == [TraceKind.ACCEPTED, TraceKind.INCONCLUSIVE, TraceKind.REJECTED]
+    assert "TLC could not check it" in (verdicts[1].reason or "")
+
+
+def test_a_batch_past_its_budget_is_inconclusive(tlc: Tlc, tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    shutil.copytree(PROJECT, root, symlinks=False)
+    sysfile = root / "traces" / "systems" / "counter.yaml"
+    data = yaml.safe_load(sysfile.read_text())
+    sysfile.write_text(yaml.safe_dump({**data, "timeout": 0.2}))
+    verdicts = check_traces([make("slow", [("n1", 1)])], load_systems(root), tlc)
+    assert verdicts[0].kind is TraceKind.INCONCLUSIVE and "budget" in (verdicts[0].reason or "")
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "conformance.cli", "traces", *args], capture_output=True, text=True, timeout=600)
+
+
+def test_cli_check_and_summary() -> None:
+    proc = cli("check", "--root", str(PROJECT), str(CORPUS))
+    assert proc.returncode == 1, proc.stderr
+    assert "2 of 4 in-scope runs accepted, 0 skipped, 2 rejected" in proc.stdout
+    assert "rejected at event 2 (step by n2)" in proc.stdout and "x (spec 2, trace 3)" in proc.stdout
+    ok = cli("check", "--root", str(PROJECT), str(CORPUS / "accepted"))
+    assert ok.returncode == 0 and "2 of 2 in-scope runs accepted, 0 skipped" in ok.stdout
+
+
+def test_cli_self_test() -> None:
+    # One run over two systems: Counter's spec rejects every mutant; the loose spec, which does
+    # not check which node stepped, lets the node mutant through, and the report says so.
+    loose = PROJECT / "traces" / "corpus" / "counterloose" / "accepted"
+    proc = cli("check", "--root", str(PROJECT), "--self-test", str(CORPUS / "accepted"), str(loose))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "self-test: 6 known traces got their known verdicts" in proc.stdout
+    survivors = [ln for ln in proc.stdout.splitlines() if "SURVIVOR" in ln]
+    assert len(survivors) == 1 and "[node]" in survivors[0] and "counterloose" in survivors[0]
+    assert "by n1 instead of n2 -> accepted" in survivors[0]
+    total = next(ln for ln in proc.stdout.splitlines() if ln.endswith("mutants rejected"))
+    n, _, m = total.split()[:3]
+    assert int(n) == int(m) - 1 and int(m) >= 10
+
+
+def test_cli_coverage_guard(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    shutil.copytree(PROJECT, root)
+    sysfile = root / "traces" / "systems" / "counter.yaml"
+    data = yaml.safe_load(sysfile.read_text())
+    data["coverage"]["a reset"] = {"op": "step", "outcome": ["reset"]}
+    sysfile.write_text(yaml.safe_dump(data))
+    proc = cli("check", "--root", str(root), str(root / "traces" / "corpus" / "counter" / "accepted"))
+    assert proc.returncode == 1
+    assert "MISSING: a reset (0 seen)" in proc.stdout and "never showed a reset" in proc.stdout
+    assert cli("check", "--root", str(root), "--no-coverage", str(root / "traces" / "corpus" / "counter" / "accepted")).returncode == 0
+
+
+def test_cli_lint(tmp_path: Path) -> None:
+    (tmp_path / "empty.ndjson").write_text("")
+    shutil.copy(CORPUS / "accepted" / "accepted-two-nodes.ndjson", tmp_path)
+    proc = cli("lint", str(tmp_path))
+    assert proc.returncode == 1
+    assert "malformed " + str(tmp_path / "empty.ndjson") + ": empty file" in proc.stdout
+    assert "1 of 2 trace files well formed" in proc.stdout
+
+
+def test_cli_no_trace_files(tmp_path: Path) -> None:
+    proc = cli("check", "--root", str(PROJECT), str(tmp_path))
+    assert proc.returncode == 2 and proc.stderr.startswith("leaseproof: error: no trace files")

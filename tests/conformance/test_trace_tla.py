@@ -1,0 +1,60 @@
+"""Traces as TLA+: values rendered, never pasted, so that no field can change a module's meaning."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.output.values import parse_value
+from conformance.traces.to_tla import TraceEncodeError, spec_event, tla_string, tla_value, trace_literal
+
+
+def encoded(s: str) -> str:
+    """The string a trace spec sees for `s`: backslashes doubled, the rest as \\uXXXX."""
+    out = []
+    for ch in s.replace("\\", "\\\\"):
+        out.append(ch if " " <= ch <= "~" else ("\\u%04x" % ord(ch) if ord(ch) <= 0xFFFF else "\\U%08x" % ord(ch)))
+    return "".join(out)
+
+
+@given(st.text())
+def test_a_string_literal_is_one_token_denoting_its_string(s: str) -> None:
+    lit = tla_string(s)
+    assert lit.startswith('"') and lit.endswith('"')
+    assert "\n" not in lit and "\r" not in lit
+    assert parse_value(lit) == encoded(s)
+
+
+@given(st.text(), st.text())
+def test_the_encoding_is_one_to_one(a: str, b: str) -> None:
+    assert (tla_string(a) == tla_string(b)) == (a == b)
+
+
+def test_hostile_strings_stay_strings() -> None:
+    hostile = '" >>\n====\n\\* \\" (* x *) Traces == <<>>'
+    lit = tla_string(hostile)
+    assert parse_value(lit) == encoded(hostile)
+    assert parse_value(tla_value({"op": hostile, "n": [1, None]})) == {"op": encoded(hostile), "n": (1, parse_value("Nil"))}
+
+
+def test_values() -> None:
+    assert tla_value({"a": {"b": [True, None]}}) == "[a |-> [b |-> <<TRUE, Nil>>]]"
+    assert tla_value({}) == "<< >>"
+    # Keys that are not identifiers (or are TLA+ keywords) make a function from strings.
+    assert tla_value({"a-b": 1, "c": 2}) == '("a-b" :> 1 @@ "c" :> 2)'
+    assert tla_value({"IF": 1}) == '("IF" :> 1)'
+
+
+@pytest.mark.parametrize(("value", "says"), [(2**31, "32-bit"), (1.5, "no decimals"), (-(2**31) - 1, "32-bit")])
+def test_values_with_no_tla_form(value: object, says: str) -> None:
+    with pytest.raises(TraceEncodeError, match=says):
+        tla_value({"now": value}, "event 3")
+
+
+def test_times_become_relative_to_the_first_event() -> None:
+    events = ({"kind": "event", "seq": 1, "now": 1_700_000_000_000, "state": {"run_after": 1_700_000_030_000}},
+              {"kind": "event", "seq": 2, "now": 1_700_000_001_000, "state": {"run_after": None}})
+    lit = trace_literal(events, ("now", "state.run_after"))
+    assert parse_value(lit.replace("Nil", '"nil"')) == ({"now": 0, "state": {"run_after": 30_000}}, {"now": 1000, "state": {"run_after": "nil"}})
+    assert "kind" not in spec_event(events[0], (), 0) and "seq" not in spec_event(events[0], (), 0)
