@@ -31,7 +31,7 @@ from impl.workqueue.store import QueueStore
 Chooser = Callable[[int], int]
 START_MS = 1_000_000
 
-SIM_SETTINGS = Settings(visibility_timeout_ms=300, max_processing_ms=400, concurrency=1, fairness_ratio=3,
+SIM_SETTINGS = Settings(visibility_timeout_ms=300, max_processing_ms=400, concurrency=2, fairness_ratio=3,
                         guard_ttl_ms=300, state_ttl_ms=3_600_000, poll_interval_ms=10, heartbeat_ms=100)
 
 
@@ -47,6 +47,7 @@ class SimConfig:
     cancels: int = 1               # commands a client tries to cancel
     crashes: int = 0               # nodes that may crash (at most this many)
     faults: int = 0                # injected ack failures and executor rejections (at most)
+    lags: int = 0                  # heartbeat lags / pauses past the VT (at most)
     settings: Settings = SIM_SETTINGS
     gates: Gates = field(default_factory=Gates)
     max_steps: int = 600
@@ -93,6 +94,13 @@ class Simulation:
         self.steps_taken = 0
         self.dead: list[str] = []
         self.faults_used = 0
+        self.lags_used = 0
+        self.lagging: set[str] = set()
+        # Invocations whose lease lapsed under a lagging heartbeat: they no longer hold it, so a
+        # peer's call on the same entry is the known limit of leases, not an overlap (the
+        # spec's `Holds`). Identified by id() of the invocation.
+        self.lapsed: set[int] = set()
+        self.overlaps = 0
         self._graveyard: list[Any] = []  # a crashed node's handlers: kept, never resumed or closed
 
     # -- setup --------------------------------------------------------------------------------
@@ -132,8 +140,12 @@ class Simulation:
 
     def _tick_room(self) -> int:
         hb = self.config.settings.heartbeat_interval_ms
-        deadlines = [self.last_hb[n] + hb for n in self._live()]
+        deadlines = [self.last_hb[n] + hb for n in self._live() if n not in self.lagging]
         return (min(deadlines) - self.clock.now_ms()) if deadlines else max(self.config.ticks)
+
+    def _lag_over(self, n: str) -> bool:
+        # A lagging heartbeat stays away until its entries could have been reclaimed.
+        return self.clock.now_ms() - self.last_hb[n] > self.config.settings.visibility_timeout_ms
 
     def enabled(self) -> list[tuple[Any, ...]]:
         """The actions that may run now, in a fixed order (so a chooser's index is stable)."""
@@ -144,7 +156,8 @@ class Simulation:
             acts.append(("poll", n))
             for i in range(len(self.running[n])):
                 acts.append(("step", n, i))
-            acts.append(("heartbeat", n))
+            if n not in self.lagging or self._lag_over(n):
+                acts.append(("heartbeat", n))
         if self._tick_room() > 0:
             acts.append(("tick",))
         if len(self.dead) < self.config.crashes and len(self._live()) > 1:
@@ -153,6 +166,10 @@ class Simulation:
             for n in self._live():
                 acts.append(("ack_fault", n))   # n's next ack aborts
                 acts.append(("reject", n))      # n polls, and its executor rejects the entry
+        if self.lags_used < self.config.lags:
+            for n in self._live():
+                if n not in self.lagging and self.running[n]:
+                    acts.append(("lag", n))     # n's heartbeat may now run late, past the VT
         return acts
 
     def _produce(self) -> None:
@@ -180,6 +197,10 @@ class Simulation:
             self.faults_used += 1
             node.reject(inv)
             return
+        for m in self._live():
+            for other in self.running[m]:
+                if other.inv.entry == inv.entry and not other.inv.lost and id(other.inv) not in self.lapsed:
+                    self.overlaps += 1
         node.start(inv)
         if self.config.system == "command":
             gen = self.procs[n].steps(inv)
@@ -206,6 +227,9 @@ class Simulation:
     def _tick(self) -> None:
         d = self.config.ticks[self.choose(len(self.config.ticks))]
         self.clock.advance(max(1, min(d, self._tick_room())))
+        for n in self.lagging:
+            if self.clock.now_ms() - self.last_hb[n] >= self.config.settings.visibility_timeout_ms:
+                self.lapsed.update(id(r.inv) for r in self.running[n])
 
     def _crash(self, n: str) -> None:
         self.dead.append(n)
@@ -237,12 +261,16 @@ class Simulation:
                 elif kind == "heartbeat":
                     self.nodes[act[1]].heartbeat()
                     self.last_hb[act[1]] = self.clock.now_ms()
+                    self.lagging.discard(act[1])
                 elif kind == "tick":
                     self._tick()
                 elif kind == "crash":
                     self._crash(act[1])
                 elif kind == "reject":
                     self._poll(act[1], reject=True)
+                elif kind == "lag":
+                    self.lags_used += 1
+                    self.lagging.add(act[1])
                 elif kind == "ack_fault":
                     self.faults_used += 1
                     self.queue.faults.fail("ack", act[1])
@@ -251,7 +279,10 @@ class Simulation:
             self.external = ({c: self.cstore.external_calls(c) for c in self.statuses} if self.statuses else None)
             self.leftover = self.queue.stream_length()
         out = analysis.summary(self.events, self.statuses, self.external)
-        out["duplicate_invocations"] = analysis.duplicate_invocations(self.events, self.dead)
+        # Overlaps of invocations that hold their lease (must be 0); the trace-only count also
+        # includes calls whose lease lapsed under an injected lag.
+        out["overlaps_after_lapse"] = analysis.duplicate_invocations(self.events, self.dead)
+        out["duplicate_invocations"] = self.overlaps
         out["finished"] = self.leftover == 0 and not self.plan
         out["steps"] = self.steps_taken
         out["virtual_ms"] = self.clock.now_ms() - START_MS
@@ -263,6 +294,8 @@ class Simulation:
         feats = ["crash"] if self.dead else []
         if self.faults_used:
             feats.append("faults")
+        if self.lags_used:
+            feats.append("heartbeat_lag")
         if cfg.system == "command" and cfg.cancels:
             feats.append("cancellation")
         return recording.export(path, self.queue, system=cfg.system, settings=cfg.settings, gates=cfg.gates,
