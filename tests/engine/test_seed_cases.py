@@ -66,8 +66,10 @@ def test_an_honoured_schedule_bumps_the_version_and_the_holder_reruns(backend: B
     assert bumped.queued_in_memory is (not fix)
     with pytest.raises(OptimisticLockError):  # the holder's remove fails: the rerun signal
         n1.scheduler.remove(held.task)
+    assert ops(backend)[-1] == ("n1", "remove", "rerun")
+    before = len(ops(backend))
     drive(n1.run(held))
-    runs = [o for o in ops(backend) if o[1] in ("run_start", "remove")]
+    runs = [o for o in ops(backend)[before:] if o[1] in ("run_start", "remove")]
     assert runs == [
         ("n1", "run_start", "started"),
         ("n1", "remove", "rerun"),
@@ -92,7 +94,7 @@ def test_an_in_process_signal_during_an_in_process_run_gives_one_run(backend: Ba
         return (yield from n1.result(handle))
 
     c = sim.spawn("n1", client(), "client")
-    assert sim.run_until(lambda: c.done and backend.read_task_count() == 0 if hasattr(backend, "read_task_count") else c.done)
+    assert sim.run_until(lambda: c.done)
     assert c.error is None and c.value == {"approved": True}
     sim.run_until(lambda: not any(f.label.startswith("run:") for f in sim.fibers))
     if fix:
