@@ -1,0 +1,171 @@
+"""The engine's behaviours: start, signal, results, retries, the dead letter, and every gate."""
+
+from __future__ import annotations
+
+import pytest
+
+from impl.engine.backend import Backend, MemoryBackend
+from impl.engine.effects import Sleep, drive
+from impl.engine.errors import ResultTimeout, UnknownWorkflow
+from impl.engine.model import FAILED, Gates, Settings, TaskKey
+from impl.engine.node import WorkflowFailed
+from impl.engine.queue import QueuedTask
+from impl.engine.sim import Simulation
+
+from .helpers import LEASE, ops, two_nodes
+
+SETTINGS = Settings(lease_ms=LEASE, renew_interval_ms=LEASE // 3, retry_backoff_ms=100, max_retries=3)
+
+
+def test_start_is_two_transactions_and_the_copy_completes_the_callers_future(backend: Backend) -> None:
+    _, n1, _ = two_nodes(backend)
+    h = drive(n1.start("wf", "approval", {"approved": True}))
+    assert ops(backend) == [("n1", "create_instance", "created"), ("n1", "schedule_in_memory", "inserted")]
+    drive(n1.run(n1.take()))
+    assert h.future.result(0) == {"approved": True}
+    assert backend.read_task(TaskKey("workflow", "wf")) is None
+    assert backend.read_instance("wf").status == "COMPLETED"
+
+
+@pytest.mark.parametrize("noop", [True, False])
+def test_starting_an_existing_running_workflow(backend: Backend, noop: bool) -> None:
+    _, n1, n2 = two_nodes(backend, Gates(create_existing_workflow_is_noop=noop))
+    drive(n1.start("wf", "approval", {}))
+    h = drive(n2.start("wf", "approval", {}))
+    assert ops(backend)[2] == ("n2", "create_instance", "exists")
+    if noop:
+        assert h.scheduled is None and len(ops(backend)) == 3  # nothing scheduled
+    else:
+        # n1's copy holds the backstop row's lease: honoured and bumped, and no copy on n2.
+        assert ops(backend)[3] == ("n2", "schedule_in_memory", "bumped")
+        assert h.scheduled is not None and not h.scheduled.queued_in_memory
+
+
+def test_a_terminal_workflow_is_not_scheduled_again_nor_signalled(backend: Backend) -> None:
+    _, n1, _ = two_nodes(backend, Gates(create_existing_workflow_is_noop=False))
+    drive(n1.start("wf", "approval", {"approved": True}))
+    drive(n1.run(n1.take()))
+    n = len(ops(backend))
+    h = drive(n1.start("wf", "approval", {}))
+    assert h.scheduled is None and ops(backend)[n:] == [("n1", "create_instance", "exists")]
+    assert drive(n1.signal("wf", "approve")) is None
+    assert ops(backend)[-1] == ("n1", "update_instance", "terminal")
+
+
+@pytest.mark.parametrize("force", [True, False])
+def test_a_signal_updates_the_instance_then_schedules(backend: Backend, force: bool) -> None:
+    _, n1, n2 = two_nodes(backend, Gates(force_signal_workflow_exec_in_scheduler=force))
+    drive(n1.start("wf", "approval", {}))
+    drive(n1.run(n1.take()))  # runs, waits for the signal, removes its row
+    assert backend.read_instance("wf").status == "RUNNING"
+    scheduled = drive(n2.signal("wf", "approve"))
+    assert ops(backend)[-2] == ("n2", "update_instance", "updated")
+    assert ops(backend)[-1] == ("n2", "schedule" if force else "schedule_in_memory", "inserted")
+    assert scheduled.queued_in_memory is (not force)
+    if force:
+        (row,) = n1.scheduler.fetch(10)
+        drive(n1.run(QueuedTask(row, "store")))
+    else:
+        drive(n2.run(n2.take()))
+    assert backend.read_instance("wf").status == "COMPLETED"
+
+
+def test_unknown_workflows_and_signals_are_named(backend: Backend) -> None:
+    _, n1, _ = two_nodes(backend)
+    with pytest.raises(UnknownWorkflow, match="no workflow type 'nope'"):
+        drive(n1.start("wf", "nope", {}))
+    with pytest.raises(UnknownWorkflow, match="no such workflow instance"):
+        drive(n1.signal("missing", "approve"))
+    drive(n1.start("wf", "approval", {}))
+    with pytest.raises(UnknownWorkflow, match="has no signal 'reject'"):
+        drive(n1.signal("wf", "reject"))
+
+
+def _sim(backend: Backend | None = None, gates: Gates | None = None, seed: int = 0) -> Simulation:
+    return Simulation(backend or MemoryBackend(), seed=seed, gates=gates, settings=SETTINGS)
+
+
+def test_a_failing_workflow_is_retried_with_backoff_until_it_completes(backend: Backend) -> None:
+    sim = _sim(backend)
+    n1 = sim.nodes["n1"]
+
+    def client():
+        h = yield from n1.start("wf", "flaky", {"fail_times": 2})
+        return (yield from n1.result(h))
+
+    c = sim.spawn("n1", client(), "client")
+    assert sim.run_until(lambda: c.done)
+    assert c.value == {"attempt": 3}
+    outcomes = [(op, out) for _, op, out in ops(backend) if op in ("run_end", "reschedule_retry")]
+    assert outcomes.count(("reschedule_retry", "rescheduled")) == 3
+
+
+def test_a_workflow_past_max_retries_is_dead_lettered(backend: Backend) -> None:
+    sim = _sim(backend)
+    n1 = sim.nodes["n1"]
+
+    def client():
+        h = yield from n1.start("wf", "poison", {})
+        return (yield from n1.result(h))
+
+    c = sim.spawn("n1", client(), "client")
+    assert sim.run_until(lambda: c.done)
+    assert isinstance(c.error, WorkflowFailed)
+    assert ops(backend)[-1][1:] == ("mark_failed", "failed")
+    task = backend.read_task(TaskKey("workflow", "wf"))
+    assert task.status == FAILED and backend.read_instance("wf").status == FAILED
+
+
+def test_result_polling_has_a_time_limit() -> None:
+    sim = _sim()
+    n1 = sim.nodes["n1"]
+
+    def client():
+        h = yield from n1.start("wf", "approval", {})  # never signalled: waits forever
+        return (yield from n1.result(h, limit_ms=2_000))
+
+    c = sim.spawn("n1", client(), "client")
+    assert sim.run_until(lambda: c.done)
+    assert isinstance(c.error, ResultTimeout) and sim.clock.now_ms() >= 2_000
+
+
+def _signal_during_long_run(gates: Gates, seed: int = 0) -> Simulation:
+    sim = _sim(gates=gates, seed=seed)
+    n1, n2 = sim.nodes["n1"], sim.nodes["n2"]
+
+    def client():
+        h = yield from n1.start("wf", "approval", {"work_ms": 3 * LEASE})
+        yield Sleep(LEASE // 2)
+        yield from n2.signal("wf", "approve")
+        return (yield from n2.result(h, limit_ms=20 * LEASE))
+
+    c = sim.spawn("n1", client(), "client")
+    sim.run_until(lambda: c.done)
+    sim.run_until(lambda: not any(f.label.startswith("run:") for f in sim.fibers))
+    sim.client = c  # type: ignore[attr-defined]
+    return sim
+
+
+def test_a_handler_outliving_its_lease_with_a_signal_runs_once_at_a_time() -> None:
+    sim = _signal_during_long_run(Gates())
+    assert sim.client.value == {"approved": True}
+    assert sim.monitor.overlaps == 0 and sim.monitor.runs["wf"] == 2  # the run, then its rerun
+
+
+def test_without_lease_renewal_a_long_handler_overlaps_a_fetch() -> None:
+    sim = _signal_during_long_run(Gates(automatic_lease_renewal=False))
+    assert sim.monitor.overlaps >= 1
+
+
+def test_without_renew_adopting_the_bump_a_renewal_loses_the_lease() -> None:
+    # The reference's renewLease fails on the bumped version; the lease lapses under the run.
+    sim = _signal_during_long_run(Gates(renew_adopts_rerun=False))
+    assert sim.monitor.overlaps >= 1
+
+
+def test_without_the_bump_the_rerun_signal_is_lost_and_the_workflow_stranded() -> None:
+    sim = _signal_during_long_run(Gates(bump_task_version_on_honored_lease=False))
+    assert isinstance(sim.client.error, ResultTimeout)
+    assert sim.backend.read_instance("wf").status == "RUNNING"
+    assert ("n1", "remove", "removed") in ops(sim.backend)  # the holder removed the row anyway
+    assert sim.backend.due_tasks(10**12, 10) == []  # nothing will ever drive it
