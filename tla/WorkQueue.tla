@@ -1,0 +1,404 @@
+----------------------------- MODULE WorkQueue -----------------------------
+(***************************************************************************)
+(* The Redis Streams work queue with invocation-scoped leases (seed 002,   *)
+(* ../shared/reference/workqueue-protocol.md; impl/workqueue).             *)
+(*                                                                         *)
+(*   producer --Offer--> stream --ReceiveNew/Reclaim--> inbox[c]           *)
+(*                         |                               |               *)
+(*                         |  PEL: owner, idle, deliveries | InvokeStart   *)
+(*                         |                               v               *)
+(*                         |<------- Renew (heartbeat) -- active[c]        *)
+(*                         |                               | InvokeEnd     *)
+(*                         |<------- Ack  (done) --------- toAck[c]        *)
+(*                         |<------- Release (not done) -- toRelease[c]    *)
+(*                                                                         *)
+(* Time is abstracted to the idle time of each pending entry (now minus   *)
+(* last_touched, in ticks, saturated at the visibility timeout VT): all   *)
+(* the protocol ever asks of time is "has this entry been idle for VT?".  *)
+(* A trace spec maps a logged last_touched to idle = min(VT, now - lt).   *)
+(*                                                                         *)
+(* The heartbeat renews every active invocation every VT/3; we model its  *)
+(* timeliness by forbidding Tick to let a heartbeated entry reach VT      *)
+(* before its Renew. A heartbeat that lags, or a paused process, lifts    *)
+(* that restraint for the invocations concerned (`lagging`).              *)
+(*                                                                         *)
+(* Names of actions are the trace ops of tla/README.md (Work queue).      *)
+(***************************************************************************)
+EXTENDS Naturals, FiniteSets
+
+CONSTANTS
+    Consumers,      \* consumer names (one per process)
+    Entries,        \* stream entry ids the producer may offer
+    NoOne,          \* a model value: the owner of an entry that is not pending
+    Permits,        \* concurrency(): permits per consumer
+    VT,             \* visibility timeout, in ticks (>= 2)
+    MaxProc,        \* maxProcessingTime, in ticks
+    MaxDeliveries,  \* a handler may answer "not done" only below this delivery count; the
+                    \* count saturates there (counting further changes no decision)
+    MaxFaults       \* how many faults (crash, pause, lag, ack failure, rejection, close) in all
+
+\* Gates: TRUE is the seed's design; each calibration model switches one off.
+CONSTANTS
+    RenewOwnerCheck,          \* renewal claims only if XPENDING says we still own it
+    RenewPastMaxProc,         \* the heartbeat keeps renewing past maxProcessingTime
+    InvocationScopedPermits,  \* a permit is held only while one handler call runs
+    AtomicRenew               \* XPENDING and XCLAIM in one Lua script (else two steps)
+
+\* Faults: which hidden failures may happen (each costs one of MaxFaults).
+CONSTANTS
+    CrashFault, PauseFault, LagFault, AckFailFault, RejectFault, CloseFault
+
+ASSUME /\ Permits \in Nat \ {0}
+       /\ VT \in Nat /\ VT >= 2
+       /\ MaxProc \in Nat \ {0}
+       /\ MaxDeliveries \in Nat \ {0}
+       /\ MaxFaults \in Nat
+       /\ NoOne \notin Consumers
+       /\ \A g \in {RenewOwnerCheck, RenewPastMaxProc, InvocationScopedPermits, AtomicRenew,
+                    CrashFault, PauseFault, LagFault, AckFailFault, RejectFault, CloseFault} :
+              g \in BOOLEAN
+
+Statuses == {"unsent", "new", "pending", "gone"}
+Modes    == {"running", "paused", "closing", "crashed"}
+Results  == {"done", "not_done", "threw"}
+
+-----------------------------------------------------------------------------
+(* The store: the stream and its consumer group's pending-entries list.     *)
+VARIABLES
+    status,      \* [Entries -> Statuses]: unsent, in the stream undelivered, in the PEL, acked+deleted
+    owner,       \* [Entries -> Consumers \cup {NoOne}]: the PEL owner
+    idle,        \* [Entries -> 0..VT]: now - last_touched, saturated at VT
+    deliveries   \* [Entries -> 0..MaxDeliveries]: the PEL delivery count (saturated)
+storeVars == <<status, owner, idle, deliveries>>
+
+(* The consumers (impl/workqueue/consumer.py): what each process holds.     *)
+VARIABLES
+    mode,        \* [Consumers -> Modes]
+    inbox,       \* [Consumers -> SUBSET Entries]: delivered, handed to the executor
+    active,      \* [Consumers -> SUBSET Entries]: handler invocations in progress
+    permits,     \* [Consumers -> SUBSET Entries]: entries holding one of c's permits
+    toAck,       \* [Consumers -> SUBSET Entries]: ended "done", ack not yet committed
+    toRelease,   \* [Consumers -> SUBSET Entries]: ended not done / threw, touch not yet committed
+    lagging,     \* [Consumers -> SUBSET Entries]: whose lease may have lapsed unnoticed
+    lost,        \* [Consumers -> SUBSET Entries]: invocations whose renewal was refused
+    checked,     \* [Consumers -> SUBSET Entries]: two-step renewal between XPENDING and XCLAIM
+    elapsed      \* [Consumers -> [Entries -> 0..MaxProc]]: invocation age (old design only)
+consumerVars == <<mode, inbox, active, permits, toAck, toRelease, lagging, lost, checked, elapsed>>
+
+VARIABLE faults  \* faults injected so far
+vars == <<storeVars, consumerVars, faults>>
+
+TypeOK ==
+    /\ status \in [Entries -> Statuses]
+    /\ owner \in [Entries -> Consumers \cup {NoOne}]
+    /\ idle \in [Entries -> 0..VT]
+    /\ deliveries \in [Entries -> 0..MaxDeliveries]
+    /\ mode \in [Consumers -> Modes]
+    /\ \A v \in {inbox, active, permits, toAck, toRelease, lagging, lost, checked} :
+           v \in [Consumers -> SUBSET Entries]
+    /\ elapsed \in [Consumers -> [Entries -> 0..MaxProc]]
+    /\ faults \in 0..MaxFaults
+
+-----------------------------------------------------------------------------
+Min(a, b) == IF a < b THEN a ELSE b
+Up(c)      == mode[c] \in {"running", "closing"}  \* takes steps
+Polling(c) == mode[c] = "running"                 \* may take new work
+FreePermit(c) == Cardinality(permits[c]) < Permits
+CanFault(gate) == gate /\ faults < MaxFaults
+
+\* The permits a consumer holds after a step: invocation-scoped permits cover the hand-off
+\* and the call; the old design's permit stays with the message until it is acked.
+PermitsAfter(c, newInbox, newActive) ==
+    IF InvocationScopedPermits THEN newInbox \cup newActive ELSE permits[c] \cup newInbox
+
+\* Whether the heartbeat still renews an invocation (the old design stopped at MaxProc).
+Heartbeats(c, e) == RenewPastMaxProc \/ elapsed[c][e] < MaxProc
+
+\* An invocation that holds its lease: it runs, its lease never lapsed unnoticed, and no
+\* renewal was refused. A stalled process cannot be stopped by any lease (only fenced
+\* writes can, see CommandQueue); what the protocol promises is that a stale invocation
+\* learns it at its next heartbeat and never takes the entry back.
+Holds(c, e) == e \in active[c] /\ e \notin lagging[c] /\ e \notin lost[c]
+
+\* Entries whose lease the running process keeps fresh: Tick may not let them reach VT.
+Protected(e) ==
+    \E c \in Consumers :
+        /\ Up(c)
+        /\ e \notin lagging[c]
+        /\ \/ e \in inbox[c]                          \* the hand-off is prompt
+           \/ Holds(c, e) /\ Heartbeats(c, e) /\ owner[e] = c
+
+-----------------------------------------------------------------------------
+Init ==
+    /\ status = [e \in Entries |-> "unsent"]
+    /\ owner = [e \in Entries |-> NoOne]
+    /\ idle = [e \in Entries |-> 0]
+    /\ deliveries = [e \in Entries |-> 0]
+    /\ mode = [c \in Consumers |-> "running"]
+    /\ inbox = [c \in Consumers |-> {}]
+    /\ active = [c \in Consumers |-> {}]
+    /\ permits = [c \in Consumers |-> {}]
+    /\ toAck = [c \in Consumers |-> {}]
+    /\ toRelease = [c \in Consumers |-> {}]
+    /\ lagging = [c \in Consumers |-> {}]
+    /\ lost = [c \in Consumers |-> {}]
+    /\ checked = [c \in Consumers |-> {}]
+    /\ elapsed = [c \in Consumers |-> [e \in Entries |-> 0]]
+    /\ faults = 0
+
+\* offer: XADD (impl/workqueue/queue.py offer)
+Offer(e) ==
+    /\ status[e] = "unsent"
+    /\ status' = [status EXCEPT ![e] = "new"]
+    /\ UNCHANGED <<owner, idle, deliveries, consumerVars, faults>>
+
+\* Delivery of one entry to c (XREADGROUP > or XAUTOCLAIM): the poll first takes a permit.
+Deliver(c, e) ==
+    /\ owner' = [owner EXCEPT ![e] = c]
+    /\ idle' = [idle EXCEPT ![e] = 0]
+    /\ deliveries' = [deliveries EXCEPT ![e] = Min(@ + 1, MaxDeliveries)]
+    /\ inbox' = [inbox EXCEPT ![c] = @ \cup {e}]
+    /\ permits' = [permits EXCEPT ![c] = PermitsAfter(c, inbox'[c], active[c])]
+
+\* receive_new: XREADGROUP GROUP g c COUNT 1 STREAMS queue >
+ReceiveNew(c, e) ==
+    /\ Polling(c) /\ FreePermit(c)
+    /\ status[e] = "new"
+    /\ status' = [status EXCEPT ![e] = "pending"]
+    /\ Deliver(c, e)
+    /\ UNCHANGED <<mode, active, toAck, toRelease, lagging, lost, checked, elapsed, faults>>
+
+\* reclaim: XAUTOCLAIM queue g c VT cursor COUNT 1 (an entry idle for VT changes owner)
+Reclaim(c, e) ==
+    /\ Polling(c) /\ FreePermit(c)
+    /\ status[e] = "pending" /\ idle[e] = VT
+    /\ e \notin inbox[c]
+    /\ Deliver(c, e)
+    /\ UNCHANGED <<status, mode, active, toAck, toRelease, lagging, lost, checked, elapsed, faults>>
+
+\* invoke_start: the executor runs the handler (outcome started), drops an entry this node
+\* already runs (duplicate_dropped, a self-reclaim after heartbeat lag), or rejects it
+\* (rejected: the permit is released and the entry left for a later reclaim).
+InvokeStart(c, e) ==
+    /\ Up(c) /\ e \in inbox[c]
+    /\ inbox' = [inbox EXCEPT ![c] = @ \ {e}]
+    /\ \/ /\ e \in active[c]                                   \* duplicate_dropped
+          /\ UNCHANGED <<active, lagging, elapsed, faults>>
+       \/ /\ e \notin active[c] /\ CanFault(RejectFault)         \* rejected
+          /\ faults' = faults + 1
+          /\ lagging' = [lagging EXCEPT ![c] = @ \ {e}]
+          /\ UNCHANGED <<active, elapsed>>
+       \/ /\ e \notin active[c]                                  \* started
+          /\ active' = [active EXCEPT ![c] = @ \cup {e}]
+          /\ elapsed' = [elapsed EXCEPT ![c][e] = 0]
+          /\ UNCHANGED <<lagging, faults>>
+    /\ permits' = [permits EXCEPT ![c] = PermitsAfter(c, inbox'[c], active'[c])]
+    /\ UNCHANGED <<storeVars, mode, toAck, toRelease, lost, checked>>
+
+\* invoke_end: the handler returns true (done), false (not_done) or throws; the permit
+\* is released. A handler may stay not done only below MaxDeliveries deliveries, so that
+\* every entry is finished in the end (the model's bound on retries).
+InvokeEnd(c, e, r) ==
+    /\ Up(c) /\ e \in active[c] /\ e \notin checked[c]
+    /\ r = "done" \/ deliveries[e] < MaxDeliveries
+    /\ active' = [active EXCEPT ![c] = @ \ {e}]
+    /\ lagging' = [lagging EXCEPT ![c] = @ \ {e}]
+    /\ lost' = [lost EXCEPT ![c] = @ \ {e}]
+    /\ elapsed' = [elapsed EXCEPT ![c][e] = 0]
+    /\ IF r = "done"
+         THEN /\ toAck' = [toAck EXCEPT ![c] = @ \cup {e}]
+              /\ UNCHANGED toRelease
+         ELSE /\ toRelease' = [toRelease EXCEPT ![c] = @ \cup {e}]
+              /\ UNCHANGED toAck
+    /\ permits' = [permits EXCEPT ![c] = PermitsAfter(c, inbox[c], active'[c])]
+    /\ UNCHANGED <<storeVars, mode, inbox, checked, faults>>
+
+\* renew (the heartbeat, one Lua script): XPENDING for the entry and, only if we still own
+\* it, XCLAIM queue g c 0 id JUSTID. Without the owner check it claims regardless.
+Renew(c, e) ==
+    /\ AtomicRenew
+    /\ Up(c) /\ e \in active[c] /\ e \notin lost[c] /\ Heartbeats(c, e)
+    /\ IF status[e] = "pending" /\ (owner[e] = c \/ ~RenewOwnerCheck)
+         THEN /\ owner' = [owner EXCEPT ![e] = c]                    \* renewed
+              /\ idle' = [idle EXCEPT ![e] = 0]
+              /\ UNCHANGED lost
+         ELSE /\ lost' = [lost EXCEPT ![c] = @ \cup {e}]             \* refused
+              /\ UNCHANGED <<owner, idle>>
+    /\ lagging' = [lagging EXCEPT ![c] = @ \ {e}]
+    /\ UNCHANGED <<status, deliveries, mode, inbox, active, permits, toAck, toRelease,
+                   checked, elapsed, faults>>
+
+\* The later design's non-atomic renewal, step one: XPENDING reads the owner.
+RenewCheck(c, e) ==
+    /\ ~AtomicRenew
+    /\ Up(c) /\ e \in active[c] /\ e \notin lost[c] /\ e \notin checked[c] /\ Heartbeats(c, e)
+    /\ IF status[e] = "pending" /\ owner[e] = c
+         THEN /\ checked' = [checked EXCEPT ![c] = @ \cup {e}]
+              /\ UNCHANGED <<lost, lagging>>
+         ELSE /\ lost' = [lost EXCEPT ![c] = @ \cup {e}]
+              /\ lagging' = [lagging EXCEPT ![c] = @ \ {e}]
+              /\ UNCHANGED checked
+    /\ UNCHANGED <<storeVars, mode, inbox, active, permits, toAck, toRelease, elapsed, faults>>
+
+\* ... step two: XCLAIM 0 JUSTID, whatever happened since the check.
+RenewClaim(c, e) ==
+    /\ ~AtomicRenew
+    /\ Up(c) /\ e \in checked[c]
+    /\ checked' = [checked EXCEPT ![c] = @ \ {e}]
+    /\ IF status[e] = "pending"
+         THEN /\ owner' = [owner EXCEPT ![e] = c]
+              /\ idle' = [idle EXCEPT ![e] = 0]
+              /\ UNCHANGED lost
+         ELSE /\ lost' = [lost EXCEPT ![c] = @ \cup {e}]
+              /\ UNCHANGED <<owner, idle>>
+    /\ lagging' = [lagging EXCEPT ![c] = @ \ {e}]
+    /\ UNCHANGED <<status, deliveries, mode, inbox, active, permits, toAck, toRelease,
+                   elapsed, faults>>
+
+\* ack: MULTI XACK XDEL EXEC (XACK does not look at the owner). An ack that fails
+\* leaves the entry pending, to be redelivered after VT and acked then.
+Ack(c, e) ==
+    /\ Up(c) /\ e \in toAck[c]
+    /\ toAck' = [toAck EXCEPT ![c] = @ \ {e}]
+    /\ \/ /\ status[e] = "pending"                                   \* acked
+          /\ status' = [status EXCEPT ![e] = "gone"]
+          /\ owner' = [owner EXCEPT ![e] = NoOne]
+          /\ idle' = [idle EXCEPT ![e] = 0]
+          /\ permits' = [d \in Consumers |->
+                            IF InvocationScopedPermits THEN permits[d] ELSE permits[d] \ {e}]
+          /\ UNCHANGED faults
+       \/ /\ status[e] = "gone"                                      \* acked (no-op)
+          /\ UNCHANGED <<status, owner, idle, permits, faults>>
+       \/ /\ status[e] = "pending" /\ CanFault(AckFailFault)          \* failed
+          /\ faults' = faults + 1
+          /\ UNCHANGED <<status, owner, idle, permits>>
+    /\ UNCHANGED <<deliveries, mode, inbox, active, toRelease, lagging, lost, checked, elapsed>>
+
+\* release: touch a not-done entry once (owner-checked XCLAIM 0 JUSTID), so that it comes
+\* back a whole VT later.
+Release(c, e) ==
+    /\ Up(c) /\ e \in toRelease[c]
+    /\ toRelease' = [toRelease EXCEPT ![c] = @ \ {e}]
+    /\ IF status[e] = "pending" /\ owner[e] = c
+         THEN idle' = [idle EXCEPT ![e] = 0]                         \* touched
+         ELSE UNCHANGED idle                                         \* refused
+    /\ UNCHANGED <<status, owner, deliveries, mode, inbox, active, permits, toAck, lagging,
+                   lost, checked, elapsed, faults>>
+
+-----------------------------------------------------------------------------
+(* Hidden actions: no trace line.                                          *)
+
+\* Time passes by one tick; a protected entry must be renewed before it could reach VT.
+Tick ==
+    /\ \A e \in Entries : Protected(e) => idle[e] < VT - 1
+    /\ idle' = [e \in Entries |-> IF status[e] = "pending" THEN Min(idle[e] + 1, VT) ELSE 0]
+    \* Invocation age matters only to the old design; tracking it otherwise adds states.
+    /\ elapsed' = IF RenewPastMaxProc THEN elapsed
+                  ELSE [c \in Consumers |-> [e \in Entries |->
+                          IF e \in active[c] THEN Min(elapsed[c][e] + 1, MaxProc) ELSE 0]]
+    /\ <<idle', elapsed'>> /= <<idle, elapsed>>
+    /\ UNCHANGED <<status, owner, deliveries, mode, inbox, active, permits, toAck, toRelease,
+                   lagging, lost, checked, faults>>
+
+\* A consumer process dies: its hand-offs and calls vanish, its PEL entries stay (owned by
+\* it) until a peer reclaims them. Some peer keeps running.
+Crash(c) ==
+    /\ CanFault(CrashFault)
+    /\ mode[c] /= "crashed"
+    /\ \E d \in Consumers \ {c} : mode[d] = "running"
+    /\ mode' = [mode EXCEPT ![c] = "crashed"]
+    /\ inbox' = [inbox EXCEPT ![c] = {}]
+    /\ active' = [active EXCEPT ![c] = {}]
+    /\ permits' = [permits EXCEPT ![c] = {}]
+    /\ toAck' = [toAck EXCEPT ![c] = {}]
+    /\ toRelease' = [toRelease EXCEPT ![c] = {}]
+    /\ lagging' = [lagging EXCEPT ![c] = {}]
+    /\ lost' = [lost EXCEPT ![c] = {}]
+    /\ checked' = [checked EXCEPT ![c] = {}]
+    /\ elapsed' = [elapsed EXCEPT ![c] = [e \in Entries |-> 0]]
+    /\ faults' = faults + 1
+    /\ UNCHANGED storeVars
+
+\* A pause (GC, VM freeze) longer than VT: every lease c keeps may lapse unnoticed.
+Pause(c) ==
+    /\ CanFault(PauseFault)
+    /\ mode[c] = "running"
+    /\ mode' = [mode EXCEPT ![c] = "paused"]
+    /\ lagging' = [lagging EXCEPT ![c] = inbox[c] \cup (active[c] \ lost[c])]
+    /\ faults' = faults + 1
+    /\ UNCHANGED <<storeVars, inbox, active, permits, toAck, toRelease, lost, checked, elapsed>>
+
+Resume(c) ==
+    /\ mode[c] = "paused"
+    /\ mode' = [mode EXCEPT ![c] = "running"]
+    /\ UNCHANGED <<storeVars, inbox, active, permits, toAck, toRelease, lagging, lost,
+                   checked, elapsed, faults>>
+
+\* The heartbeat of one invocation runs late (a slow Redis call, a starved thread).
+HeartbeatLag(c, e) ==
+    /\ CanFault(LagFault)
+    /\ Up(c) /\ Holds(c, e)
+    /\ lagging' = [lagging EXCEPT ![c] = @ \cup {e}]
+    /\ faults' = faults + 1
+    /\ UNCHANGED <<storeVars, mode, inbox, active, permits, toAck, toRelease, lost, checked,
+                   elapsed>>
+
+\* close(): stop polling, keep heartbeating running calls until they end (close never makes
+\* an entry reclaimable while its handler executes). Some peer keeps running.
+Close(c) ==
+    /\ CanFault(CloseFault)
+    /\ mode[c] = "running"
+    /\ \E d \in Consumers \ {c} : mode[d] = "running"
+    /\ mode' = [mode EXCEPT ![c] = "closing"]
+    /\ faults' = faults + 1
+    /\ UNCHANGED <<storeVars, inbox, active, permits, toAck, toRelease, lagging, lost,
+                   checked, elapsed>>
+
+-----------------------------------------------------------------------------
+ConsumerStep(c) ==
+    \/ \E e \in Entries :
+          \/ ReceiveNew(c, e) \/ Reclaim(c, e) \/ InvokeStart(c, e)
+          \/ \E r \in Results : InvokeEnd(c, e, r)
+          \/ Renew(c, e) \/ RenewCheck(c, e) \/ RenewClaim(c, e)
+          \/ Ack(c, e) \/ Release(c, e) \/ HeartbeatLag(c, e)
+    \/ Crash(c) \/ Pause(c) \/ Resume(c) \/ Close(c)
+
+Next ==
+    \/ \E e \in Entries : Offer(e)
+    \/ Tick
+    \/ \E c \in Consumers : ConsumerStep(c)
+
+\* Fairness: every process keeps taking the steps it can take; faults are not forced. The
+\* seed's weighted poll (ratio new : reclaim) gives each kind of poll its turn: weak fairness
+\* on each stands for it.
+Fairness ==
+    /\ WF_vars(\E e \in Entries : Offer(e))
+    /\ WF_vars(Tick)
+    /\ \A c \in Consumers :
+        /\ WF_vars(\E e \in Entries : ReceiveNew(c, e))
+        /\ WF_vars(\E e \in Entries : Reclaim(c, e))
+        /\ WF_vars(\E e \in Entries : InvokeStart(c, e))
+        /\ WF_vars(\E e \in Entries : \E r \in Results : InvokeEnd(c, e, r))
+        /\ WF_vars(\E e \in Entries : Renew(c, e) \/ RenewCheck(c, e) \/ RenewClaim(c, e))
+        /\ WF_vars(\E e \in Entries : Ack(c, e) \/ Release(c, e))
+        /\ WF_vars(Resume(c))
+
+Spec == Init /\ [][Next]_vars /\ Fairness
+
+-----------------------------------------------------------------------------
+(* Properties.                                                              *)
+
+\* No two invocations of one entry at once while each holds its lease.
+NoOverlappingInvocations ==
+    \A e \in Entries : \A c, d \in Consumers : c /= d => ~(Holds(c, e) /\ Holds(d, e))
+
+\* At-least-once: every offered entry is eventually acked and deleted.
+EveryEntryAcked == \A e \in Entries : status[e] = "new" ~> status[e] = "gone"
+
+\* Intake never freezes: an entry waiting in the stream is eventually delivered.
+IntakeNeverFreezes == \A e \in Entries : status[e] = "new" ~> status[e] /= "new"
+
+\* No consumer runs more invocations than it has permits.
+PermitBound == \A c \in Consumers : Cardinality(active[c]) <= Permits
+
+=============================================================================
