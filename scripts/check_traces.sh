@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Validate recorded traces against the TLA+ specs: a verdict per trace and a summary line.
+#   scripts/check_traces.sh [--self-test] [DIR|FILE...]   (default: out/traces, as record_traces.sh writes)
+# --self-test first checks the known-good/known-bad corpus in traces/corpus/, then mutates every
+# accepted trace and requires every mutant to be rejected. Other options go to `leaseproof traces check`.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+python="${PYTHON:-python3}"
+if ! "$python" -c "import conformance.cli" 2>/dev/null; then
+  echo "check_traces.sh: leaseproof is not installed for $python; run: pip install -e $root" >&2
+  exit 2
+fi
+# With no trace file or directory among the arguments, check what record_traces.sh wrote.
+have_path=no
+for a in "$@"; do [ -e "$a" ] && have_path=yes; done
+if [ "$have_path" = no ]; then set -- "$@" "$root/out/traces"; fi
+exec "$python" -m conformance.cli traces check --root "$root" "$@"
