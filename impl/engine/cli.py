@@ -38,7 +38,8 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--lease-ms", type=int, default=3_000, help="lease length (default 3000 ms)")
     p.add_argument("--spread-ms", type=int, default=5_000, help="starts spread over this time (default 5000 ms)")
     p.add_argument("--long-fraction", type=float, default=0.25, help="share of handlers that run 1.5 leases")
-    p.add_argument("--prefix", default="lpe_", help="table prefix (the run drops and recreates its tables)")
+    p.add_argument("--prefix", default=None,
+                   help="table prefix (default: the URL's ?prefix=, else lpe_); the run drops and recreates its tables")
     p.add_argument("--deadline", type=float, default=300.0, help="seconds before the nodes give up")
     p.add_argument("--gate-off", action="append", default=[], metavar="GATE",
                    help="turn a gate off, e.g. HONOUR_CHECK (repeatable), to show a bug")

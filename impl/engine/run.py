@@ -47,7 +47,7 @@ class RunConfig:
     long_fraction: float = 0.25
     short_work_ms: int = 0
     deadline_s: float = 300.0
-    prefix: str = "lpe_"
+    prefix: str | None = None  # None: the URL's ?prefix=, else "lpe_"
     run_name: str = "engine-run"
     gates: Gates = Gates()
 
@@ -59,6 +59,14 @@ class RunConfig:
             poll_interval_ms=max(min(self.lease_ms // 10, 100), 5),
             result_poll_interval_ms=max(self.lease_ms, 10),
         )
+
+    def table_prefix(self) -> str:
+        """The prefix of the run's tables: `prefix`, else the URL's `?prefix=`, else `lpe_`."""
+        if self.prefix is not None:
+            return self.prefix
+        from urllib.parse import parse_qs, urlparse
+
+        return parse_qs(urlparse(self.store_url).query).get("prefix", ["lpe_"])[0]
 
     def node_names(self) -> list[str]:
         """The node names, n1 .. nN."""
@@ -101,7 +109,7 @@ class RunSummary:
 
 def _node_main(cfg: RunConfig, name: str, items: list[Item], t0_ms: int) -> None:
     """One node process: run the node and its callers until the plan is done."""
-    backend = open_backend(cfg.store_url, cfg.prefix, create=False)
+    backend = open_backend(cfg.store_url, cfg.table_prefix(), create=False)
     try:
         settings = cfg.settings()
         store = Store(backend, lease_ms=settings.lease_ms, bump=cfg.gates.bump_task_version_on_honored_lease)
@@ -156,7 +164,7 @@ def run_workload(cfg: RunConfig, trace_dir: Path | None) -> RunSummary:
     """Run `cfg` with one process per node; write traces to `trace_dir` if given."""
     if cfg.nodes < 1 or cfg.workflows < 0:
         raise EngineError(f"need at least one node and no negative workflow count (got {cfg.nodes}, {cfg.workflows})")
-    backend = open_backend(cfg.store_url, cfg.prefix, create=False)
+    backend = open_backend(cfg.store_url, cfg.table_prefix(), create=False)
     try:
         backend.drop_schema()
         backend.create_schema()

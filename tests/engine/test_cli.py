@@ -1,0 +1,95 @@
+"""`leaseproof engine run`: node processes sharing a store, traces, and the summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conformance.cli import main
+from impl.engine.schema import trace_line_schema
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["engine", "run", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def check_traces(trace_dir: Path, expected: int) -> None:
+    validator = jsonschema.Draft202012Validator(trace_line_schema())
+    files = sorted(trace_dir.glob("*.ndjson"))
+    assert len(files) == expected
+    for f in files:
+        for line in f.read_text().splitlines():
+            validator.validate(json.loads(line))
+
+
+def test_a_bad_store_url_is_one_line_and_exit_2(capsys, tmp_path: Path) -> None:
+    code, out, err = run_cli(capsys, "--store", "postgres://x/y", "--workflows", "1")
+    assert code == 2
+    assert err.strip().startswith("leaseproof: error: store URL 'postgres://x/y' is not sqlite:///PATH")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_an_unknown_gate_is_refused(capsys, tmp_path: Path) -> None:
+    code, _, err = run_cli(capsys, "--store", f"sqlite:///{tmp_path}/e.db", "--gate-off", "NOPE")
+    assert code == 2 and "unknown gate(s) ['NOPE']" in err
+
+
+def _small(capsys, store: str, trace_dir: Path, n: int = 12) -> str:
+    code, out, err = run_cli(
+        capsys, "--nodes", "2", "--workflows", str(n), "--store", store, "--trace-dir", str(trace_dir),
+        "--lease-ms", "1000", "--spread-ms", "500", "--deadline", "60",
+    )
+    assert code == 0, out + err
+    assert f"workflows completed: {n}/{n}" in out
+    assert "overlapping runs seen: 0" in out
+    check_traces(trace_dir, n)
+    return out
+
+
+def test_two_processes_on_sqlite(capsys, tmp_path: Path) -> None:
+    _small(capsys, f"sqlite:///{tmp_path}/e.db", tmp_path / "traces")
+
+
+@pytest.mark.mysql
+def test_two_processes_on_mariadb(capsys, tmp_path: Path, mysql_url: str, key_prefix: str) -> None:
+    prefix = key_prefix.replace("-", "_") + "_"
+    try:
+        _small(capsys, f"{mysql_url}?prefix={prefix}", tmp_path / "traces")
+    finally:
+        from impl.engine.urls import open_backend
+
+        b = open_backend(mysql_url, prefix, create=False)
+        b.drop_schema()
+        b.close()
+
+
+@pytest.mark.slow
+def test_200_workflows_on_sqlite(capsys, tmp_path: Path) -> None:
+    code, out, err = run_cli(capsys, "--workflows", "200", "--store", f"sqlite:///{tmp_path}/e.db",
+                             "--trace-dir", str(tmp_path / "t"))
+    assert code == 0, out + err
+    assert "workflows completed: 200/200" in out and "overlapping runs seen: 0" in out
+    check_traces(tmp_path / "t", 200)
+
+
+@pytest.mark.slow
+@pytest.mark.mysql
+def test_200_workflows_on_mariadb(capsys, tmp_path: Path, mysql_url: str, key_prefix: str) -> None:
+    prefix = key_prefix.replace("-", "_") + "_"
+    try:
+        code, out, err = run_cli(capsys, "--workflows", "200", "--store", f"{mysql_url}?prefix={prefix}",
+                                 "--trace-dir", str(tmp_path / "t"))
+        assert code == 0, out + err
+        assert "workflows completed: 200/200" in out and "overlapping runs seen: 0" in out
+        check_traces(tmp_path / "t", 200)
+    finally:
+        from impl.engine.urls import open_backend
+
+        b = open_backend(mysql_url, prefix, create=False)
+        b.drop_schema()
+        b.close()
