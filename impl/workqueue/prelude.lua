@@ -17,7 +17,9 @@ local function entry_state(stream, group, id)
             deliveries = tonumber(rec[4])}
   end
   if #redis.call('XRANGE', stream, id, id) > 0 then
-    return {pending = false, owner = cjson.null, last_touched = 0, deliveries = 0}
+    -- Not yet delivered: nothing measures its idle time; it is 0 (last_touched = now), as
+    -- WorkQueue.tla keeps idle at 0 for an entry that is not pending.
+    return {pending = false, owner = cjson.null, last_touched = server_now_ms(), deliveries = 0}
   end
   return cjson.null
 end
@@ -45,9 +47,12 @@ local function cmd_state(state_key, guard_key, ext_key)
   return {command = command, guard = {owner = owner}, external_calls = calls}
 end
 
--- One trace event; `now` is the committing node's clock (ARGV), seq is assigned on export.
-local function record(trace_key, node, now, op, outcome, state, extra)
-  local ev = {node = node, op = op, now = tonumber(now), outcome = outcome, state = state}
+-- One trace event; seq is assigned on export. The event's `now` is the server's clock at
+-- commit, the clock Redis measures idle times and TTLs with, so that `now - last_touched` is
+-- exactly the idle time XAUTOCLAIM saw (the caller's clock, `node_now`, may lag it by a
+-- millisecond or two and is not recorded). In simulation both are the virtual clock.
+local function record(trace_key, node, node_now, op, outcome, state, extra)
+  local ev = {node = node, op = op, now = server_now_ms(), outcome = outcome, state = state}
   if extra then
     for k, v in pairs(extra) do ev[k] = v end
   end
