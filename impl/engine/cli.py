@@ -38,6 +38,8 @@ def _add_run(sub: Any) -> None:
     p.add_argument("--lease-ms", type=int, default=3_000, help="lease length (default 3000 ms)")
     p.add_argument("--spread-ms", type=int, default=5_000, help="starts spread over this time (default 5000 ms)")
     p.add_argument("--long-fraction", type=float, default=0.25, help="share of handlers that run 1.5 leases")
+    p.add_argument("--waiting-fraction", type=float, default=0.5,
+                   help="share of workflows that wait for their signal (the rest complete on their first run)")
     p.add_argument("--prefix", default=None,
                    help="table prefix (default: the URL's ?prefix=, else lpe_); the run drops and recreates its tables")
     p.add_argument("--deadline", type=float, default=300.0, help="seconds before the nodes give up")
@@ -66,6 +68,7 @@ def _run(args: argparse.Namespace) -> int:
         lease_ms=args.lease_ms,
         spread_ms=args.spread_ms,
         long_fraction=args.long_fraction,
+        waiting_fraction=args.waiting_fraction,
         deadline_s=args.deadline,
         prefix=args.prefix,
         gates=_gates(args.gate_off),

@@ -29,14 +29,35 @@ def by_workflow(events: Iterable[Event]) -> dict[str, list[Event]]:
     return {wf: sorted(evs, key=lambda e: (e.wf_seq, e.seq)) for wf, evs in sorted(groups.items())}
 
 
-def engine_header(gates: Gates, settings: Settings, nodes: Sequence[str], run: str) -> dict:
+def features(events: Sequence[Event]) -> list[str]:
+    """What one workflow's events use that `tla/Engine.tla` may not model, for the header.
+
+    `wait_for_signal`: a run ended `waiting` (the spec's workflows complete on any fresh run).
+    `renew_adopts_rerun`: a renewal found its lease bumped and renewed at the row's version
+    (`worker.py`). The checker can skip such traces as out of the model's scope.
+    """
+    found = set()
+    for prev, cur in zip(events, events[1:]):
+        if (prev.op, prev.outcome, cur.op, cur.outcome) == ("renew", "conflict", "renew", "renewed") and prev.node == cur.node:
+            found.add("renew_adopts_rerun")
+    if any(e.op == "run_end" and e.args.get("result") == "waiting" for e in events):
+        found.add("wait_for_signal")
+    return sorted(found)
+
+
+def engine_header(
+    gates: Gates, settings: Settings, nodes: Sequence[str], run: str, feats: Sequence[str] = ()
+) -> dict:
     """The header line of an engine trace."""
-    return trace.header("engine", gates=gates.header(), settings=settings.header(), nodes=nodes, run=run)
+    return trace.header(
+        "engine", gates=gates.header(), settings=settings.header(), nodes=nodes, run=run, features=feats
+    )
 
 
 def render_workflow(events: Sequence[Event], gates: Gates, settings: Settings, nodes: Sequence[str], run: str) -> str:
     """One workflow's trace as NDJSON text."""
-    return trace.render(engine_header(gates, settings, nodes, run), (e.line() for e in events))
+    head = engine_header(gates, settings, nodes, run, features(events))
+    return trace.render(head, (e.line() for e in events))
 
 
 def write_traces(
@@ -52,7 +73,7 @@ def write_traces(
     paths = []
     for wf, evs in by_workflow(events).items():
         name = _SAFE.sub("_", f"{run}-{wf}") + ".ndjson"
-        head = engine_header(gates, settings, nodes, f"{run}/{wf}")
+        head = engine_header(gates, settings, nodes, f"{run}/{wf}", features(evs))
         paths.append(trace.write(directory / name, head, (e.line() for e in evs)))
     return paths
 

@@ -46,6 +46,7 @@ class RunConfig:
     spread_ms: int = 5_000
     long_fraction: float = 0.25
     short_work_ms: int = 0
+    waiting_fraction: float = 0.5
     deadline_s: float = 300.0
     prefix: str | None = None  # None: the URL's ?prefix=, else "lpe_"
     run_name: str = "engine-run"
@@ -177,6 +178,7 @@ def run_workload(cfg: RunConfig, trace_dir: Path | None) -> RunSummary:
             spread_ms=cfg.spread_ms,
             long_fraction=cfg.long_fraction,
             short_work_ms=cfg.short_work_ms,
+            waiting_fraction=cfg.waiting_fraction,
         )
         ctx = multiprocessing.get_context("spawn")
         t0 = WallClock().now_ms() + _START_MARGIN_MS

@@ -58,12 +58,14 @@ def simulate(
     backend: Backend | None = None,
     faults: Faults = Faults(),
     long_fraction: float = 0.3,
+    waiting_fraction: float = 0.5,
     max_steps: int = 200_000,
 ) -> SimRun:
     """Run `workflows` approvals on `nodes` under `seed`; see the module docstring."""
     settings = settings or Settings()
     sim = Simulation(backend or MemoryBackend(), nodes=nodes, seed=seed, gates=gates, settings=settings)
-    items = plan(workflows, list(nodes), seed=seed, lease_ms=settings.lease_ms, spread_ms=2 * settings.lease_ms, long_fraction=long_fraction)
+    items = plan(workflows, list(nodes), seed=seed, lease_ms=settings.lease_ms, spread_ms=2 * settings.lease_ms, long_fraction=long_fraction,
+                 waiting_fraction=waiting_fraction)
     fault_rng = random.Random(seed ^ 0x5EED)
 
     def elapsed() -> int:

@@ -27,6 +27,7 @@ class Item:
     start_at_ms: int
     signal_at_ms: int
     work_ms: int
+    waits: bool = True  # waits for its signal; else it completes on its first fresh run
 
 
 def plan(
@@ -39,9 +40,14 @@ def plan(
     long_fraction: float = 0.25,
     short_work_ms: int = 0,
     prefix: str = "wf",
+    waiting_fraction: float = 1.0,
 ) -> list[Item]:
     """`n` workflows over `nodes`, starting within `spread_ms`; `long_fraction` of them have a
-    handler that runs 1.5 leases (so it must renew), the others `short_work_ms`."""
+    handler that runs 1.5 leases (so it must renew), the others `short_work_ms`.
+
+    `waiting_fraction` of them wait for their signal; the others complete on their first run
+    that is not overtaken by the signal (the only kind `tla/Engine.tla` models).
+    """
     rng = random.Random(seed)
     items = []
     for i in range(n):
@@ -50,6 +56,7 @@ def plan(
         work = lease_ms * 3 // 2 if long else short_work_ms
         # Signal early enough to land during the first run now and then (the bumped-lease path).
         signal = start + rng.randrange(max(work, lease_ms // 2) + 1)
+        waits = rng.random() < waiting_fraction
         items.append(
             Item(
                 wf=f"{prefix}{i:05d}",
@@ -58,6 +65,7 @@ def plan(
                 start_at_ms=start,
                 signal_at_ms=signal,
                 work_ms=work,
+                waits=waits,
             )
         )
     return items
@@ -68,7 +76,8 @@ def starter(node: Node, item: Item, elapsed: Callable[[], int], *, wait_result: 
     delay = item.start_at_ms - elapsed()
     if delay > 0:
         yield Sleep(delay)
-    handle = yield from node.start(item.wf, "approval", {"work_ms": item.work_ms})
+    state = {"work_ms": item.work_ms} if item.waits else {"work_ms": item.work_ms, "approved": True}
+    handle = yield from node.start(item.wf, "approval", state)
     if not wait_result:
         return None
     return (yield from node.result(handle))

@@ -91,3 +91,17 @@ def test_write_traces_writes_one_file_per_workflow(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.part"))
     first = paths[0].read_text().splitlines()
     assert json.loads(first[0])["run"] == "t/wf00000"
+
+
+def test_headers_name_the_features_the_spec_may_not_model() -> None:
+    plain = simulate(seed=4, workflows=8, waiting_fraction=0.0, long_fraction=0.0)
+    for text in plain.traces.values():
+        assert "features" not in json.loads(text.splitlines()[0])
+    waiting = simulate(seed=4, workflows=8, waiting_fraction=1.0, long_fraction=0.0)
+    feats = [json.loads(t.splitlines()[0]).get("features", []) for t in waiting.traces.values()]
+    assert all("wait_for_signal" in f for f in feats)
+    adopted = [simulate(seed=s, workflows=12, long_fraction=1.0) for s in range(4)]
+    assert any(
+        "renew_adopts_rerun" in json.loads(t.splitlines()[0]).get("features", [])
+        for r in adopted for t in r.traces.values()
+    )
