@@ -55,11 +55,12 @@ def prepare(model: Model, rendered: Rendered, run_dir: Path) -> None:
     (run_dir / rendered.cfg_name).write_text(rendered.cfg, encoding="utf-8")
 
 
-def invocation(model: Model, rendered: Rendered, tlc: Tlc, workers: int) -> TlcInvocation:
+def invocation(model: Model, rendered: Rendered, tlc: Tlc, workers: int, run_dir: Path | None = None) -> TlcInvocation:
     """The TLC invocation for a rendered model (paths relative to its run directory)."""
     return TlcInvocation(
         java=tlc.java, jar=tlc.jar, module_file=f"{rendered.main}.tla", cfg_file=rendered.cfg_name,
         workers=workers, metadir="states", check_deadlock=model.check_deadlock,
+        tmpdir=str(run_dir / "tmp") if run_dir is not None else None,
     )
 
 
@@ -76,7 +77,8 @@ def run_once(
     with tempfile.TemporaryDirectory(prefix=f"leaseproof-{model.name}-") as tmp:
         run_dir = Path(tmp)
         prepare(model, rendered, run_dir)
-        cmd = tlc_command(invocation(model, rendered, tlc, workers))
+        (run_dir / "tmp").mkdir()
+        cmd = tlc_command(invocation(model, rendered, tlc, workers, run_dir))
         log.info("running %s", " ".join(cmd))
         raw = run_tlc(cmd, run_dir, model.timeout, on_line)
         if keep_dir is not None:

@@ -13,15 +13,17 @@ import re
 from pathlib import Path
 
 _BLOCK_COMMENT = re.compile(r"\(\*.*?\*\)", re.S)
+_COMMENT_LINE = re.compile(r"^[ \t]*\\\*.*\n", re.M)  # a whole line of comment: gone, not left blank
 _LINE_COMMENT = re.compile(r"\\\*.*$", re.M)
 _STRING = re.compile(r'"(?:\\.|[^"\\])*"')
-_DECL = re.compile(r"\bCONSTANTS?\b(.*?)(?=\n\s*\n|\n\s*(?:VARIABLES?|CONSTANTS?|ASSUME|ASSUMPTION|AXIOM|THEOREM|LOCAL|INSTANCE|EXTENDS|[A-Za-z_][A-Za-z0-9_]*\s*(?:\(.*?\))?\s*==)|\n={4,}|\Z)", re.S)
+_DECL = re.compile(r"\bCONSTANTS?\b")
+# One declared name (with an operator's arity, `B(_, _)`), then a comma if the list goes on.
+_ITEM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([_,\s]*\))?\s*(,?)")
 _EXTENDS = re.compile(r"\bEXTENDS\b([^\n]*)")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _clean(text: str) -> str:
-    return _STRING.sub('""', _LINE_COMMENT.sub("", _BLOCK_COMMENT.sub(" ", text)))
+    return _STRING.sub('""', _LINE_COMMENT.sub("", _COMMENT_LINE.sub("", _BLOCK_COMMENT.sub(" ", text))))
 
 
 def declared_constants(module_path: Path, _seen: set[Path] | None = None) -> set[str]:
@@ -33,10 +35,12 @@ def declared_constants(module_path: Path, _seen: set[Path] | None = None) -> set
     text = _clean(module_path.read_text(encoding="utf-8"))
     names: set[str] = set()
     for decl in _DECL.finditer(text):
-        for item in re.sub(r"\([^)]*\)", "", decl.group(1)).split(","):
-            m = _NAME.match(item.strip())
-            if m:
-                names.add(m.group(0))
+        pos = decl.end()
+        while (item := _ITEM.match(text, pos)) is not None:
+            names.add(item.group(1))
+            pos = item.end()
+            if not item.group(2):  # no comma: the list ends here
+                break
     for ext in _EXTENDS.finditer(text):
         for module in (n.strip() for n in ext.group(1).split(",")):
             if module:

@@ -20,6 +20,9 @@ class TlcInvocation:
     check_deadlock: bool = True
     java_options: tuple[str, ...] = ("-XX:+UseParallelGC",)
     extra: tuple[str, ...] = ()
+    # TLC 2.15 copies the standard modules (Naturals.tla, ...) out of its jar into the JVM's
+    # temporary directory; runs sharing /tmp race on those files. Each run gets its own.
+    tmpdir: str | None = None
 
 
 def tlc_command(inv: TlcInvocation) -> list[str]:
@@ -30,7 +33,8 @@ def tlc_command(inv: TlcInvocation) -> list[str]:
     """
     if inv.workers < 1:
         raise ValueError(f"TLC needs at least one worker, got {inv.workers}")
-    cmd = [str(inv.java), *inv.java_options, "-cp", str(inv.jar), "tlc2.TLC", "-tool",
+    tmp = [f"-Djava.io.tmpdir={inv.tmpdir}"] if inv.tmpdir else []
+    cmd = [str(inv.java), *inv.java_options, *tmp, "-cp", str(inv.jar), "tlc2.TLC", "-tool",
            "-workers", str(inv.workers), "-metadir", inv.metadir, "-config", inv.cfg_file]
     if not inv.check_deadlock:
         cmd.append("-deadlock")

@@ -198,8 +198,9 @@ def run_batch(batch: Batch, tlc: Tlc, workers: int, keep_dir: Path | None = None
             for name, text in files.items():
                 (where / name).write_text(text, encoding="utf-8")
             (where / "traces.txt").write_text("".join(f"{i} {t.source}\n" for i, t in enumerate(batch.traces, 1)), encoding="utf-8")
+        (run_dir / "tmp").mkdir()
         cmd = tlc_command(TlcInvocation(java=tlc.java, jar=tlc.jar, module_file="TraceRun.tla", cfg_file="TraceRun.cfg",
-                                        workers=workers, metadir="states", check_deadlock=False))
+                                        workers=workers, metadir="states", check_deadlock=False, tmpdir=str(run_dir / "tmp")))
         raw = run_tlc(cmd, run_dir, batch.system.timeout)
     verdict = verdict_from_output(parse_messages(raw.output), exit_code=raw.exit_code, seconds=raw.seconds, timed_out=raw.timed_out)
     return verdict, raw.output

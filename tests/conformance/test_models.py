@@ -102,9 +102,9 @@ def test_misspelt_gate_is_refused(tmp_path: Path) -> None:
 def test_declared_constants_follow_extends(tmp_path: Path) -> None:
     from conformance.models.declared import declared_constants
 
-    (tmp_path / "Base.tla").write_text("---- MODULE Base ----\nCONSTANTS A, \\* one\n  B(_, _)\n(* CONSTANT Hidden *)\nVARIABLE x\n====\n")
+    (tmp_path / "Base.tla").write_text("---- MODULE Base ----\nCONSTANTS A, \\* one\n  B(_, _),\n  \\* a comment line\n\n  D\n(* CONSTANT Hidden *)\nVARIABLE x\n====\n")
     (tmp_path / "MCBase.tla").write_text("---- MODULE MCBase ----\nEXTENDS Base, Naturals\nCONSTANT C\nBound == 3\n====\n")
-    assert declared_constants(tmp_path / "MCBase.tla") == {"A", "B", "C"}
+    assert declared_constants(tmp_path / "MCBase.tla") == {"A", "B", "C", "D"}
 
 
 def test_render_one_property_at_a_time(tmp_path: Path) -> None:

@@ -70,3 +70,10 @@ def test_progress_lines() -> None:
     line = "Progress(4) at 2026-11-30 16:47:20: 8 states generated (1,153 s/min), 1,208 distinct states found (1,153 ds/min), 3 states left on queue."
     assert progress_states(line) == 1208
     assert progress_states("Finished in 420ms at (2026-11-30 16:47:20)") is None
+
+
+def test_each_run_has_its_own_java_tmpdir() -> None:
+    # TLC 2.15 writes its standard modules into java.io.tmpdir; shared, concurrent runs race.
+    inv = TlcInvocation(java=Path("java"), jar=Path("t.jar"), module_file="M.tla", cfg_file="M.cfg", workers=1,
+                        metadir="states", tmpdir="/run/7/tmp")
+    assert "-Djava.io.tmpdir=/run/7/tmp" in tlc_command(inv)
