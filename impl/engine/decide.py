@@ -81,8 +81,8 @@ def decide_fetch(row: Task | None, seen_version: int, now: int, lease_ms: int) -
 
 
 def decide_renew(row: Task | None, held_version: int, now: int, lease_ms: int) -> Task | None:
-    """The renewed row, or `None` on a version mismatch (`renew_lease`)."""
-    if row is None or row.version != held_version:
+    """The renewed row, or `None` on a version mismatch or a row no longer live (`renew_lease`)."""
+    if row is None or row.version != held_version or row.status not in (PENDING, RUNNING):
         return None
     return row.with_(run_after=now + lease_ms, version=row.version + 1)
 
@@ -125,8 +125,8 @@ def retries_exhausted(task: Task, max_retries: int) -> bool:
 
 
 def retry_delay_ms(task: Task, backoff_ms: int) -> int:
-    """Exponential backoff from the number of deliveries so far."""
-    return backoff_ms * (2 ** max(task.retry_count - 1, 0))
+    """The delay before a failed run's retry: a constant backoff, as `Backoff` in the spec."""
+    return backoff_ms
 
 
 def decide_update_instance(inst: Instance, expected_version: int) -> str:

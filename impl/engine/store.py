@@ -342,12 +342,12 @@ class Store:
             n = tx.lock_workflow(wf)
             t = _at(now)
             inst = tx.read_instance(wf)
-            if inst is None or inst.version != expected_version:
+            if inst is None or inst.terminal or inst.version != expected_version:
+                # Saves only over the version the run read, and only on a RUNNING instance:
+                # a stale run of a finished workflow writes nothing.
                 outcome = "conflict"
             else:
-                if inst.terminal:
-                    new = inst.with_(version=inst.version + 1)  # a stale rerun leaves it as it is
-                elif result == "completed":
+                if result == "completed":
                     new = inst.with_(status="COMPLETED", state=state, result=value, version=inst.version + 1)
                 elif result == "waiting":
                     new = inst.with_(state=state, version=inst.version + 1)

@@ -40,10 +40,6 @@ def run_task(node: Node, item: QueuedTask) -> Fiber[None]:
     s, store, now = node.settings, node.store, node.clock.now_ms
     held: Task = item.task
     wf = held.task_id
-    if item.source == "store" and held.retry_count > s.max_retries:
-        # Delivered too often without finishing (crashes, lost leases): dead-letter it.
-        yield from _mark_failed(node, held)
-        return
     for _ in range(s.max_finish_attempts):
         version = held.version
         inst = yield Call(lambda: store.run_start(node.name, now, wf, item.source, version), "run_start")

@@ -71,6 +71,7 @@ def test_renew_needs_the_held_version() -> None:
     r = row(RUNNING, run_after=100, version=5)
     assert decide.decide_renew(r, 5, 50, LEASE) == r.with_(run_after=50 + LEASE, version=6)
     assert decide.decide_renew(r, 4, 50, LEASE) is None
+    assert decide.decide_renew(r.with_(status=FAILED), 5, 50, LEASE) is None
 
 
 def test_a_failed_remove_is_classified_from_the_row_as_it_is() -> None:
@@ -81,7 +82,7 @@ def test_a_failed_remove_is_classified_from_the_row_as_it_is() -> None:
 
 def test_retries_back_off_then_dead_letter() -> None:
     assert decide.retry_delay_ms(row(retry=1), 200) == 200
-    assert decide.retry_delay_ms(row(retry=3), 200) == 800
+    assert decide.retry_delay_ms(row(retry=3), 200) == 200
     assert not decide.retries_exhausted(row(retry=2), 3)
     assert decide.retries_exhausted(row(retry=3), 3)
     assert decide.decide_mark_failed(row(version=2), 2) == row(FAILED, version=3)
