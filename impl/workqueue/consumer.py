@@ -123,6 +123,11 @@ class Consumer:
     def _invoke(self, inv: Invocation) -> None:
         try:
             self.node.start(inv)
+        except Exception as exc:
+            self.node.abandon(inv)
+            self._note(exc, f"start {inv.entry}")
+            return
+        try:
             try:
                 result = "done" if self.handler(inv) else "not_done"
             except Exception as exc:

@@ -89,6 +89,12 @@ class QueueNode:
         inv.started_ms = self.now()
         self.store.invoke_start(self.name, inv.started_ms, inv.entry, "started")
 
+    def abandon(self, inv: Invocation) -> None:
+        """`start` failed (the store did not answer): the handler does not run; unregister it
+        and give the permit back. The entry stays pending and comes back after a VT."""
+        self.active.remove(inv)
+        self.permits.release()
+
     def reject(self, inv: Invocation) -> None:
         """The executor refused the invocation: record it, give the permit back, and leave the
         entry pending untouched, for a later reclaim."""

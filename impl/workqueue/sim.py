@@ -11,8 +11,9 @@ The same config and the same choices give byte-identical traces.
 
 from __future__ import annotations
 
+import contextlib
 import random
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -243,41 +244,66 @@ class Simulation:
             return False
         return True
 
-    def run(self) -> dict[str, Any]:
-        """Run until every message is acked (or `max_steps`); returns the summary."""
+    def take(self, act: tuple[Any, ...]) -> None:
+        """Take one enabled action (inside `virtual_time`, after `_setup`)."""
+        self.steps_taken += 1
+        kind = act[0]
+        if kind == "produce":
+            self._produce()
+        elif kind == "poll":
+            self._poll(act[1])
+        elif kind == "step":
+            self._step(act[1], act[2])
+        elif kind == "heartbeat":
+            self.nodes[act[1]].heartbeat()
+            self.last_hb[act[1]] = self.clock.now_ms()
+            self.lagging.discard(act[1])
+        elif kind == "tick":
+            self._tick()
+        elif kind == "crash":
+            self._crash(act[1])
+        elif kind == "reject":
+            self._poll(act[1], reject=True)
+        elif kind == "lag":
+            self.lags_used += 1
+            self.lagging.add(act[1])
+        elif kind == "ack_fault":
+            self.faults_used += 1
+            self.queue.faults.fail("ack", act[1])
+        else:
+            raise ValueError(f"unknown simulation action {act!r}")
+
+    def done(self) -> bool:
+        """Whether the run is over: everything acked, or the step budget spent."""
+        return self.steps_taken >= self.config.max_steps or self._finished()
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator["Simulation"]:
+        """Set up the run and hold the virtual clock for a caller that takes steps itself (a
+        Hypothesis state machine); `summary()` afterwards."""
         with virtual_time(self.clock):
             self._setup()
-            while self.steps_taken < self.config.max_steps and not self._finished():
+            try:
+                yield self
+            finally:
+                self._collect()
+
+    def _collect(self) -> None:
+        self.events = self.queue.events()
+        self.statuses = self.cstore.statuses() if self.config.system == "command" else None
+        self.external = ({c: self.cstore.external_calls(c) for c in self.statuses} if self.statuses else None)
+        self.leftover = self.queue.stream_length()
+
+    def run(self) -> dict[str, Any]:
+        """Run until every message is acked (or `max_steps`); returns the summary."""
+        with self.session():
+            while not self.done():
                 acts = self.enabled()
-                act = acts[self.choose(len(acts))]
-                self.steps_taken += 1
-                kind = act[0]
-                if kind == "produce":
-                    self._produce()
-                elif kind == "poll":
-                    self._poll(act[1])
-                elif kind == "step":
-                    self._step(act[1], act[2])
-                elif kind == "heartbeat":
-                    self.nodes[act[1]].heartbeat()
-                    self.last_hb[act[1]] = self.clock.now_ms()
-                    self.lagging.discard(act[1])
-                elif kind == "tick":
-                    self._tick()
-                elif kind == "crash":
-                    self._crash(act[1])
-                elif kind == "reject":
-                    self._poll(act[1], reject=True)
-                elif kind == "lag":
-                    self.lags_used += 1
-                    self.lagging.add(act[1])
-                elif kind == "ack_fault":
-                    self.faults_used += 1
-                    self.queue.faults.fail("ack", act[1])
-            self.events = self.queue.events()
-            self.statuses = self.cstore.statuses() if self.config.system == "command" else None
-            self.external = ({c: self.cstore.external_calls(c) for c in self.statuses} if self.statuses else None)
-            self.leftover = self.queue.stream_length()
+                self.take(acts[self.choose(len(acts))])
+        return self.summary()
+
+    def summary(self) -> dict[str, Any]:
+        """The run's figures (after `run()` or a `session()`)."""
         out = analysis.summary(self.events, self.statuses, self.external)
         # Overlaps of invocations that hold their lease (must be 0); the trace-only count also
         # includes calls whose lease lapsed under an injected lag.
