@@ -151,6 +151,9 @@ class Gates:
     `honour_check` is the seed's fix: no in-memory copy on an honoured lease. Turn it off to
     show the double run. `renew_adopts_rerun` is this engine's answer to a renewal that finds
     its lease bumped by an honoured schedule (see `worker.py`); off, such a run loses its lease.
+    `recover_stranded_start` (#46): a start that finds a RUNNING instance with no live row
+    schedules it, with a row due after a lease (`recover_after_lease`, scheduleAfterLease) or
+    like any start.
     """
 
     automatic_lease_renewal: bool = True
@@ -159,6 +162,8 @@ class Gates:
     bump_task_version_on_honored_lease: bool = True
     honour_check: bool = True
     renew_adopts_rerun: bool = True
+    recover_stranded_start: bool = True
+    recover_after_lease: bool = True
 
     def header(self) -> dict[str, bool]:
         """The gates as a trace header's `gates` object (the reference engine's names)."""
@@ -169,6 +174,8 @@ class Gates:
             "BUMP_TASK_VERSION_ON_HONORED_LEASE": self.bump_task_version_on_honored_lease,
             "HONOUR_CHECK": self.honour_check,
             "RENEW_ADOPTS_RERUN": self.renew_adopts_rerun,
+            "RECOVER_STRANDED_START": self.recover_stranded_start,
+            "RECOVER_AFTER_LEASE": self.recover_after_lease,
         }
 
     @classmethod
@@ -185,6 +192,8 @@ _GATE_NAMES = {
     "bump_task_version_on_honored_lease": "BUMP_TASK_VERSION_ON_HONORED_LEASE",
     "honour_check": "HONOUR_CHECK",
     "renew_adopts_rerun": "RENEW_ADOPTS_RERUN",
+    "recover_stranded_start": "RECOVER_STRANDED_START",
+    "recover_after_lease": "RECOVER_AFTER_LEASE",
 }
 
 

@@ -27,7 +27,7 @@ from impl.engine import worker
 from impl.engine.effects import Call, Fiber, Sleep
 from impl.engine.errors import ResultTimeout, ResultUnavailable, SignalConflict, UnknownWorkflow
 from impl.engine.futures import ResultFuture
-from impl.engine.model import COMPLETED, FAILED, Gates, Instance, Scheduled, ScheduleRequest, Settings
+from impl.engine.model import ACTIVE_TASK_STATUSES, COMPLETED, FAILED, Gates, Instance, Scheduled, ScheduleRequest, Settings
 from impl.engine.monitor import RunMonitor
 from impl.engine.queue import ExecutionQueue, QueuedTask
 from impl.engine.scheduler import Scheduler
@@ -85,18 +85,35 @@ class Node:
         """Start workflow `wf` of type `workflow`: create the instance, then schedule it.
 
         Two transactions, as in the reference. An existing instance is not scheduled again if
-        it is terminal or `CREATE_EXISTING_WORKFLOW_IS_NOOP` is on. If your call queued no copy
+        it is terminal or `CREATE_EXISTING_WORKFLOW_IS_NOOP` is on, unless its start was
+        stranded (no live row) and `recover_stranded_start` is on. If your call queued no copy
         on this node, the handle's future fails with `ResultUnavailable`: use `result`.
         """
         self.workflows.get(workflow)  # fail early on an unknown type
         future = self._register(wf)
         now = self.clock.now_ms
         state = _json(dict(input or {}))
-        outcome, inst = yield Call(
+        outcome, inst, row = yield Call(
             lambda: self.store.create_instance(self.name, now, wf, workflow, state), "create_instance"
         )
-        if outcome == "exists" and (inst.terminal or self.gates.create_existing_workflow_is_noop):
-            self._unavailable(wf, future, "the instance already exists")
+        g = self.gates
+        if outcome == "exists" and not inst.terminal and g.create_existing_workflow_is_noop:
+            stranded = row is None or row.status not in ACTIVE_TASK_STATUSES
+            if stranded and g.recover_stranded_start and g.recover_after_lease:
+                # scheduleAfterLease: whoever stalled between the two writes gets a lease's grace.
+                out = yield Call(
+                    lambda: self.scheduler.schedule_with_outcome(
+                        ScheduleRequest(wf, run_after=now() + self.store.lease_ms, honour_leases=True)
+                    ),
+                    "schedule",
+                )
+                self._unavailable(wf, future, "the stranded start was recovered through the store")
+                return Handle(wf, future, Scheduled(out.task, False))
+            if not (stranded and g.recover_stranded_start):
+                self._unavailable(wf, future, "the instance already exists")
+                return Handle(wf, future, None)
+        elif outcome == "exists" and inst.terminal:
+            self._unavailable(wf, future, "the workflow has finished")
             return Handle(wf, future, None)
         scheduled = yield from self._schedule_now(wf, in_memory=self.settings.in_memory_execution)
         if not scheduled.queued_in_memory:

@@ -120,10 +120,16 @@ class Store:
 
     # -- start and signal ------------------------------------------------------------------
 
-    def create_instance(self, node: str, now: Now, wf: str, workflow: str, state: str) -> tuple[str, Instance]:
-        """Start, write 1: insert the instance RUNNING at version 1 unless it exists."""
+    def create_instance(
+        self, node: str, now: Now, wf: str, workflow: str, state: str
+    ) -> tuple[str, Instance, Task | None]:
+        """Start, write 1: insert the instance RUNNING at version 1 unless it exists.
 
-        def body(tx: Txn) -> tuple[str, Instance]:
+        Also returns the workflow's task row as this transaction saw it, so that a start of a
+        RUNNING instance can tell a stranded start (no live row) from a running workflow.
+        """
+
+        def body(tx: Txn) -> tuple[str, Instance, Task | None]:
             n = tx.lock_workflow(wf)
             t = _at(now)
             inst = tx.read_instance(wf)
@@ -134,7 +140,7 @@ class Store:
                 tx.insert_instance(inst)
                 outcome = "created"
             self._record(tx, wf, n, node, t, "create_instance", {"workflow": workflow}, outcome)
-            return outcome, inst
+            return outcome, inst, tx.read_task(_key(wf))
 
         return self._txn(body)
 
