@@ -49,7 +49,9 @@ CONSTANTS
     ForceSignalInScheduler, \* FORCE_SIGNAL_WORKFLOW_EXEC_IN_SCHEDULER
     InMemoryStart,          \* a start's second write goes through the execution queue
     RecoverStrandedStart,   \* a start that finds a RUNNING instance with no row schedules it
-    RecoverAfterLease       \* ... with a row due after a lease (scheduleAfterLease), not now
+    RecoverAfterLease,      \* ... with a row due after a lease (scheduleAfterLease), not now
+    RenewAdoptsRerun        \* RENEW_ADOPTS_RERUN: a renewal that finds a rerun recorded on its
+                            \* lease renews at the row's version and reruns (impl/engine/worker.py)
 
 \* Fault budgets (0 turns a fault off)
 CONSTANTS
@@ -86,6 +88,10 @@ TaskOK == task \in [Workflows -> [status : {"ABSENT", "FAILED"} \cup LiveTask,
                                   run_after : 0..MaxTime, version : Nat,
                                   retry_count : Nat]]
 
+\* The row of a removed (or never scheduled) task: all fields zero, so that one absent row
+\* is one state.
+NoRow == [status |-> "ABSENT", run_after |-> 0, version |-> 0, retry_count |-> 0]
+
 VARIABLE clock
 ClockOK == clock \in 0..MaxClock
 
@@ -94,14 +100,15 @@ ClockOK == clock \in 0..MaxClock
 
 \* What a node holds of a workflow: a task as its worker knows it.  `lease` and `version`
 \* are the run_after and version the node last wrote or read; `bound` is the timing
-\* assumption (see the header); `snap` is the instance version a run read at RunStart.
+\* assumption (see the header); `snap` is the instance version a run read at RunStart;
+\* `owed`: a renewal adopted a rerun recorded on its lease (RenewAdoptsRerun).
 Phases  == {"none", "queued", "running", "ended", "rerun"}
-Results == {"none", "completed", "failed", "conflict"}
+Results == {"none", "completed", "failed"}
 Item == [phase : Phases, source : {"none", "memory", "store"}, version : Nat,
          lease : 0..MaxTime, retry : Nat, bound : BOOLEAN, snap : Nat,
-         result : Results, renewals : Nat]
+         result : Results, renewals : Nat, owed : BOOLEAN]
 NoItem == [phase |-> "none", source |-> "none", version |-> 0, lease |-> 0, retry |-> 0,
-           bound |-> FALSE, snap |-> 0, result |-> "none", renewals |-> 0]
+           bound |-> FALSE, snap |-> 0, result |-> "none", renewals |-> 0, owed |-> FALSE]
 
 \* queue[n][w]: the copy or fetched task waiting in n's execution queue (one per id).
 VARIABLE queue
@@ -122,10 +129,14 @@ StarterPhases == {"idle", "created", "recovering", "failed", "awaiting", "pollin
 VARIABLE starter
 StarterOK == starter \in [Nodes -> [Workflows -> StarterPhases]]
 
+\* "read": the signal read the instance (at version sigRead) and ran its signal method;
 \* "updated": between the signal's instance update and its schedule.
-SignallerPhases == {"idle", "updated", "failed", "awaiting", "polling"}
+SignallerPhases == {"idle", "read", "updated", "failed", "awaiting", "polling"}
 VARIABLE signaller
 SignallerOK == signaller \in [Nodes -> [Workflows -> SignallerPhases]]
+
+VARIABLE sigRead
+SigReadOK == sigRead \in [Nodes -> [Workflows -> Nat]]
 
 \* What is left of each fault budget.
 VARIABLE budget
@@ -134,17 +145,16 @@ BudgetOK == budget \in [crash : Nat, outlive : Nat, expiry : Nat, storeError : N
 
 storeVars  == <<instance, task, clock>>
 nodeVars   == <<queue, work>>
-callerVars == <<starter, signaller>>
-vars == <<instance, task, clock, queue, work, starter, signaller, budget>>
+callerVars == <<starter, signaller, sigRead>>
+vars == <<instance, task, clock, queue, work, starter, signaller, sigRead, budget>>
 
 TypeOK == InstanceOK /\ TaskOK /\ ClockOK /\ QueueOK /\ WorkOK /\ StarterOK
-          /\ SignallerOK /\ BudgetOK
+          /\ SignallerOK /\ SigReadOK /\ BudgetOK
 
 -----------------------------------------------------------------------------
 Init ==
     /\ instance = [w \in Workflows |-> [status |-> "ABSENT", version |-> 0]]
-    /\ task = [w \in Workflows |-> [status |-> "ABSENT", run_after |-> 0, version |-> 0,
-                                    retry_count |-> 0]]
+    /\ task = [w \in Workflows |-> NoRow]
     /\ clock = 0
     /\ queue = [n \in Nodes |-> [w \in Workflows |-> NoItem]]
     /\ work = [n \in Nodes |-> [w \in Workflows |-> NoItem]]
@@ -152,6 +162,7 @@ Init ==
                     IF n \in StartNodes THEN "idle" ELSE "polling"]]
     /\ signaller = [n \in Nodes |-> [w \in Workflows |->
                     IF n \in SignalNodes THEN "idle" ELSE "polling"]]
+    /\ sigRead = [n \in Nodes |-> [w \in Workflows |-> 0]]
     /\ budget = [crash |-> CrashFaults, outlive |-> OutliveFaults,
                  expiry |-> EarlyExpiryFaults, storeError |-> StoreErrorFaults,
                  caller |-> CallerFaults, signal |-> SignalFaults, user |-> UserFailures,
@@ -160,9 +171,10 @@ Init ==
 -----------------------------------------------------------------------------
 (* The scheduler's decisions, pure.  impl/engine/scheduler.py               *)
 
-\* Task.hasActiveLease: a live row due later, but within a lease.  A row already due is
-\* nobody's lease; a row due further out than a lease is a plain delayed row.
-HasActiveLease(t) == t.status \in LiveTask /\ clock < t.run_after /\ t.run_after <= clock + Lease
+\* Task.hasActiveLease: a live row due no later than one lease from now.  A row due within
+\* a lease (a short retry backoff, an after-a-lease row, a lapsed lease) counts too; only a
+\* row due further out than a lease is overwritten by an honouring schedule.
+HasActiveLease(t) == t.status \in LiveTask /\ t.run_after <= clock + Lease
 
 \* schedule_with_outcome(run_after, honour_leases): the outcome of the one transaction.
 ScheduleOutcome(w, honour) ==
@@ -217,17 +229,31 @@ CreateInstance(n, w) ==
                       \* the stranded-start recovery: a RUNNING instance with no live row
                    [] RecoverStrandedStart /\ task[w].status \notin LiveTask -> "recovering"
                    [] OTHER -> "polling"]
-    /\ UNCHANGED <<task, clock, queue, work, signaller, budget>>
+    /\ UNCHANGED <<task, clock, queue, work, signaller, budget, sigRead>>
 
-\* update_instance: signal, write 1 (a versioned read-modify-write, one transaction here).
-UpdateInstance(n, w) ==
+\* Hidden: a signal reads the instance and runs its signal method (no write).
+\* impl/engine/node.py signal
+ReadInstance(n, w) ==
     /\ signaller[n][w] = "idle"
     /\ instance[w].status # "ABSENT"          \* a signal is sent to a started workflow
-    /\ IF instance[w].status = "RUNNING"
-       THEN /\ instance' = [instance EXCEPT ![w].version = @ + 1]
-            /\ signaller' = [signaller EXCEPT ![n][w] = "updated"]
-       ELSE /\ UNCHANGED instance
+    /\ signaller' = [signaller EXCEPT ![n][w] = "read"]
+    /\ sigRead' = [sigRead EXCEPT ![n][w] = instance[w].version]
+    /\ UNCHANGED <<instance, task, clock, queue, work, starter, budget>>
+
+\* update_instance: signal, write 1: the instance at the version read, version+1.  On a
+\* conflict the signal reads again; on a terminal instance it is dropped.
+UpdateInstance(n, w) ==
+    /\ signaller[n][w] = "read"
+    /\ CASE instance[w].status \in Terminal ->                          \* terminal
             /\ signaller' = [signaller EXCEPT ![n][w] = "polling"]
+            /\ UNCHANGED instance
+        [] instance[w].version = sigRead[n][w] ->                          \* updated
+            /\ instance' = [instance EXCEPT ![w].version = @ + 1]
+            /\ signaller' = [signaller EXCEPT ![n][w] = "updated"]
+        [] OTHER ->                                                         \* conflict
+            /\ signaller' = [signaller EXCEPT ![n][w] = "idle"]
+            /\ UNCHANGED instance
+    /\ sigRead' = [sigRead EXCEPT ![n][w] = 0]
     /\ UNCHANGED <<task, clock, queue, work, starter, budget>>
 
 \* schedule: a caller writes the row directly (honouring leases).
@@ -248,7 +274,7 @@ Schedule(n, w) ==
                 /\ UNCHANGED signaller
            ELSE /\ signaller' = [signaller EXCEPT ![n][w] = "polling"]
                 /\ UNCHANGED starter
-        /\ UNCHANGED <<instance, clock, queue, work, budget>>
+        /\ UNCHANGED <<instance, clock, queue, work, budget, sigRead>>
 
 \* schedule_in_memory: the execution queue's backstop write (run_after = now + lease,
 \* honouring leases) and its in-memory copy.  impl/engine/queue.py
@@ -267,7 +293,7 @@ ScheduleInMemory(n, w) ==
                       /\ UNCHANGED signaller
                  ELSE /\ signaller' = [signaller EXCEPT ![n][w] = AfterSchedule(@, queued)]
                       /\ UNCHANGED starter
-        /\ UNCHANGED <<instance, clock, work, budget>>
+        /\ UNCHANGED <<instance, clock, work, budget, sigRead>>
 
 \* Hidden: the id is already queued on this node, so nothing is written and no copy
 \* carries this caller's payload: ResultUnavailable.
@@ -278,7 +304,7 @@ AlreadyQueued(n, w) ==
                     IF StartsInMemory(n, w) THEN "polling" ELSE @]
     /\ signaller' = [signaller EXCEPT ![n][w] =
                     IF ~StartsInMemory(n, w) THEN "polling" ELSE @]
-    /\ UNCHANGED <<instance, task, clock, queue, work, budget>>
+    /\ UNCHANGED <<instance, task, clock, queue, work, budget, sigRead>>
 
 \* Hidden fault: a start's caller fails between its two writes.
 CallerFails(n, w) ==
@@ -286,7 +312,7 @@ CallerFails(n, w) ==
     /\ starter[n][w] \in {"created", "recovering"}
     /\ starter' = [starter EXCEPT ![n][w] = "failed"]
     /\ budget' = [budget EXCEPT !.caller = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, queue, work, signaller>>
+    /\ UNCHANGED <<instance, task, clock, queue, work, signaller, sigRead>>
 
 \* Hidden: the failed start's caller tries the start again.
 RetryStart(n, w) ==
@@ -294,7 +320,7 @@ RetryStart(n, w) ==
     /\ starter[n][w] = "failed"
     /\ starter' = [starter EXCEPT ![n][w] = "idle"]
     /\ budget' = [budget EXCEPT !.retry = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, queue, work, signaller>>
+    /\ UNCHANGED <<instance, task, clock, queue, work, signaller, sigRead>>
 
 \* Hidden fault: a signal's caller fails after its update, before it schedules.
 SignalFails(n, w) ==
@@ -302,24 +328,24 @@ SignalFails(n, w) ==
     /\ signaller[n][w] = "updated"
     /\ signaller' = [signaller EXCEPT ![n][w] = "failed"]
     /\ budget' = [budget EXCEPT !.signal = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, queue, work, starter>>
+    /\ UNCHANGED <<instance, task, clock, queue, work, starter, sigRead>>
 
 -----------------------------------------------------------------------------
 (* Worker steps.  impl/engine/worker.py                                    *)
 
-\* fetch: lease one due row (WHERE version = v).  The leased task joins the queue, or is
-\* dropped when the id is already queued here (its lease then lapses unused).
+\* fetch: lease one due row (WHERE version = v); the leased task joins n's queue.
+\* The engine drops a leased task whose id is already queued here, and its lease lapses
+\* unused; here the fetch loop skips such ids instead, which only removes a delay (and
+\* an unbounded fetch-and-drop loop that a real taker would not allow).
 Fetch(n, w) ==
     /\ task[w].status \in LiveTask
     /\ task[w].run_after <= clock
+    /\ queue[n][w].phase = "none"
     /\ LET row == [task[w] EXCEPT !.status = "RUNNING", !.run_after = clock + Lease,
                                   !.version = @ + 1, !.retry_count = @ + 1]
        IN /\ task' = [task EXCEPT ![w] = row]
-          /\ queue' = [queue EXCEPT ![n][w] =
-                IF @.phase = "none"
-                THEN [CopyOf(row) EXCEPT !.source = "store"]
-                ELSE @]
-    /\ UNCHANGED <<instance, clock, work, starter, signaller, budget>>
+          /\ queue' = [queue EXCEPT ![n][w] = [CopyOf(row) EXCEPT !.source = "store"]]
+    /\ UNCHANGED <<instance, clock, work, starter, signaller, budget, sigRead>>
 
 \* run_start: the taker hands a queued task to a worker (or a rerun begins), and the
 \* handler reads the instance.  From here to RunEnd the run is in progress.
@@ -329,64 +355,77 @@ RunStart(n, w) ==
        /\ work' = [work EXCEPT ![n][w] = [queue[n][w] EXCEPT !.phase = "running",
                                            !.snap = instance[w].version]]
        /\ queue' = [queue EXCEPT ![n][w] = NoItem]
-       /\ UNCHANGED <<instance, task, clock, starter, signaller, budget>>
+       /\ UNCHANGED <<instance, task, clock, starter, signaller, budget, sigRead>>
     \/ /\ work[n][w].phase = "rerun"
        /\ work' = [work EXCEPT ![n][w].phase = "running", ![n][w].snap = instance[w].version,
                                ![n][w].result = "none"]
-       /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, budget>>
+       /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, budget, sigRead>>
 
-\* run_end: the handler's versioned write of the instance.  It saves only over the
-\* version it read and only on a RUNNING instance; otherwise nothing is written.
+\* run_end: the handler's result (args: result) and its versioned write of the instance,
+\* saved only over the version the run read and only on a RUNNING instance (else
+\* conflict: nothing is written).  A handler fails only on a RUNNING instance (a terminal
+\* one gives it nothing to do).  A run that owes a rerun (RenewAdoptsRerun) and did not
+\* fail runs again at once instead of finishing.
 RunEnd(n, w) ==
     /\ work[n][w].phase = "running"
     /\ LET fresh == instance[w].status = "RUNNING" /\ instance[w].version = work[n][w].snap
-       IN \E result \in IF fresh
-                        THEN IF budget.user > 0 THEN {"completed", "failed"} ELSE {"completed"}
-                        ELSE {"conflict"} :
+           canFail == instance[w].status = "RUNNING" /\ budget.user > 0
+       IN \E result \in IF canFail THEN {"completed", "failed"} ELSE {"completed"} :
             /\ instance' = [instance EXCEPT ![w] =
-                 CASE result = "completed" -> [status |-> "COMPLETED", version |-> @.version + 1]
-                   [] result = "failed" -> [@ EXCEPT !.version = @ + 1]
+                 CASE fresh /\ result = "completed" ->
+                        [status |-> "COMPLETED", version |-> @.version + 1]
+                   [] fresh /\ result = "failed" -> [@ EXCEPT !.version = @ + 1]
                    [] OTHER -> @]
             /\ budget' = [budget EXCEPT !.user = IF result = "failed" THEN @ - 1 ELSE @]
-            /\ work' = [work EXCEPT ![n][w].phase = "ended", ![n][w].result = result]
-    /\ UNCHANGED <<task, clock, queue, starter, signaller>>
+            /\ work' = [work EXCEPT ![n][w] =
+                 IF result = "completed" /\ @.owed
+                 THEN [@ EXCEPT !.phase = "rerun", !.owed = FALSE]
+                 ELSE [@ EXCEPT !.phase = "ended", !.result = result]]
+    /\ UNCHANGED <<task, clock, queue, starter, signaller, sigRead>>
 
 \* renew: renew_lease while the handler runs (WHERE version = v).  A worker renews when
 \* its lease would lapse at the next tick; a run renews at most MaxRenewals times.
+\* On a conflict: if the row still carries our lease (a rerun was recorded on it) and
+\* RenewAdoptsRerun is on, adopt the row's version and owe a rerun (the next Renew then
+\* succeeds); otherwise the lease is lost and the run goes on unrenewed, so it may now
+\* outlive its lease.
 Renew(n, w) ==
     /\ work[n][w].phase = "running"
     /\ work[n][w].renewals < MaxRenewals
     /\ work[n][w].lease <= clock + 1
-    /\ IF task[w].status \in LiveTask /\ task[w].version = work[n][w].version
-       THEN /\ task' = [task EXCEPT ![w].run_after = clock + Lease, ![w].version = @ + 1]
+    /\ CASE task[w].status \in LiveTask /\ task[w].version = work[n][w].version ->  \* renewed
+            /\ task' = [task EXCEPT ![w].run_after = clock + Lease, ![w].version = @ + 1]
             /\ work' = [work EXCEPT ![n][w].version = @ + 1, ![n][w].lease = clock + Lease,
                                     ![n][w].bound = TRUE, ![n][w].renewals = @ + 1]
-       ELSE /\ UNCHANGED task                       \* conflict: the lease is not ours
-            /\ work' = [work EXCEPT ![n][w].renewals = @ + 1]
-    /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget>>
+        [] RenewAdoptsRerun /\ task[w].status \in LiveTask
+           /\ task[w].run_after = work[n][w].lease ->                          \* conflict
+            /\ UNCHANGED task
+            /\ work' = [work EXCEPT ![n][w].version = task[w].version, ![n][w].owed = TRUE]
+        [] OTHER ->                                                            \* conflict
+            /\ UNCHANGED task
+            /\ work' = [work EXCEPT ![n][w].renewals = MaxRenewals, ![n][w].bound = FALSE]
+    /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget, sigRead>>
 
 \* The outcome of finishing with a versioned write (finishTask).
 FinishOutcome(n, w) ==
     CASE task[w].status = "ABSENT" -> "gone"
       [] task[w].version = work[n][w].version -> "ok"
-      [] task[w].run_after = work[n][w].lease -> "rerun"   \* a rerun recorded on our lease
+         \* a rerun recorded on our lease by an honoured, bumping schedule
+      [] task[w].status \in LiveTask /\ task[w].run_after = work[n][w].lease -> "rerun"
       [] OTHER -> "lost"
 
-\* remove: finish a run (completed, or a save that conflicted) by DELETE ... WHERE
-\* version = v.  On a version mismatch: row gone -> removed elsewhere; same run_after as
+\* remove: finish a completed run (saved or not) by DELETE ... WHERE version = v.  On a version mismatch: row gone -> removed elsewhere; same run_after as
 \* held -> a rerun was recorded on our lease -> run again at once; else lease lost.
 Remove(n, w) ==
     /\ work[n][w].phase = "ended"
-    /\ work[n][w].result \in {"completed", "conflict"}
+    /\ work[n][w].result = "completed"
     /\ LET o == FinishOutcome(n, w) IN
-       /\ task' = IF o = "ok"
-                  THEN [task EXCEPT ![w] = [@ EXCEPT !.status = "ABSENT"]]
-                  ELSE task
+       /\ task' = IF o = "ok" THEN [task EXCEPT ![w] = NoRow] ELSE task
        /\ work' = [work EXCEPT ![n][w] =
                     IF o = "rerun"
                     THEN [@ EXCEPT !.phase = "rerun", !.version = task[w].version]
                     ELSE NoItem]
-    /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget>>
+    /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget, sigRead>>
 
 \* reschedule_retry: finish a failed run with retries left: PENDING, later run_after,
 \* version+1, WHERE version = v.  A conflict leaves the row to whoever holds it now.
@@ -399,7 +438,7 @@ RescheduleRetry(n, w) ==
                                  ![w].version = @ + 1]
                ELSE task
     /\ work' = [work EXCEPT ![n][w] = NoItem]
-    /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget>>
+    /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget, sigRead>>
 
 \* mark_failed: past MaxRetries the row becomes FAILED (dead letter) and, in the same
 \* transaction, a RUNNING instance becomes FAILED.
@@ -415,7 +454,7 @@ MarkFailed(n, w) ==
                              ELSE @]
        ELSE UNCHANGED <<task, instance>>
     /\ work' = [work EXCEPT ![n][w] = NoItem]
-    /\ UNCHANGED <<clock, queue, starter, signaller, budget>>
+    /\ UNCHANGED <<clock, queue, starter, signaller, budget, sigRead>>
 
 -----------------------------------------------------------------------------
 (* Hidden steps: time and faults.                                           *)
@@ -439,12 +478,12 @@ Tick ==
           HoldsLease(n, w) => task[w].run_after > clock + 1
     /\ IF clock < MaxClock
        THEN /\ clock' = clock + 1
-            /\ UNCHANGED <<task, queue, work>>
+            /\ UNCHANGED <<task, queue, work, sigRead>>
        ELSE /\ UNCHANGED clock
             /\ task' = [w \in Workflows |-> [task[w] EXCEPT !.run_after = Shift(@)]]
             /\ queue' = [n \in Nodes |-> [w \in Workflows |-> ShiftItem(queue[n][w])]]
             /\ work' = [n \in Nodes |-> [w \in Workflows |-> ShiftItem(work[n][w])]]
-    /\ UNCHANGED <<instance, starter, signaller, budget>>
+    /\ UNCHANGED <<instance, starter, signaller, budget, sigRead>>
 
 \* A node crashes and restarts at once: its queue and its runs are gone (their rows stay,
 \* leased until they lapse).  Its callers are separate processes (see CallerFails).
@@ -454,7 +493,7 @@ Crash(n) ==
     /\ queue' = [queue EXCEPT ![n] = [w \in Workflows |-> NoItem]]
     /\ work' = [work EXCEPT ![n] = [w \in Workflows |-> NoItem]]
     /\ budget' = [budget EXCEPT !.crash = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, starter, signaller>>
+    /\ UNCHANGED <<instance, task, clock, starter, signaller, sigRead>>
 
 \* A running handler outlives its lease: the lease may now lapse while it runs.
 OutliveLease(n, w) ==
@@ -462,7 +501,7 @@ OutliveLease(n, w) ==
     /\ work[n][w].phase = "running" /\ work[n][w].bound
     /\ work' = [work EXCEPT ![n][w].bound = FALSE]
     /\ budget' = [budget EXCEPT !.outlive = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, queue, starter, signaller>>
+    /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead>>
 
 \* A lease lapses early under a task still waiting in a queue (finding 3 of the seed).
 EarlyExpiry(n, w) ==
@@ -470,7 +509,7 @@ EarlyExpiry(n, w) ==
     /\ queue[n][w].phase = "queued" /\ queue[n][w].bound
     /\ queue' = [queue EXCEPT ![n][w].bound = FALSE]
     /\ budget' = [budget EXCEPT !.expiry = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, work, starter, signaller>>
+    /\ UNCHANGED <<instance, task, clock, work, starter, signaller, sigRead>>
 
 \* A finishing write fails in the store: nothing commits, the worker gives the task up
 \* and the row stays until its lease lapses.
@@ -479,11 +518,11 @@ StoreError(n, w) ==
     /\ work[n][w].phase = "ended"
     /\ work' = [work EXCEPT ![n][w] = NoItem]
     /\ budget' = [budget EXCEPT !.storeError = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, queue, starter, signaller>>
+    /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead>>
 
 -----------------------------------------------------------------------------
 CallerStep(n, w) ==
-    \/ CreateInstance(n, w) \/ UpdateInstance(n, w) \/ Schedule(n, w)
+    \/ CreateInstance(n, w) \/ ReadInstance(n, w) \/ UpdateInstance(n, w) \/ Schedule(n, w)
     \/ ScheduleInMemory(n, w) \/ AlreadyQueued(n, w) \/ RetryStart(n, w)
 
 WorkerStep(n, w) ==
