@@ -22,8 +22,13 @@ from impl.workqueue.config import Gates, Settings
 from impl.workqueue.consumer import Consumer, ThreadExecutor
 from impl.workqueue.store import QueueStore
 
-SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "traces/schema/trace-line.schema.json").read_text())
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "traces/schema"
+SCHEMA = json.loads((SCHEMA_DIR / "trace-line.schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)  # built once: validate() per line is slow
+EVENT_VALIDATORS = {  # per-system narrowing, where a schema exists
+    path.name.split("-event")[0]: jsonschema.Draft202012Validator(json.loads(path.read_text()))
+    for path in SCHEMA_DIR.glob("*-event.schema.json")
+}
 
 # Short real-time settings: VT 200 ms, heartbeat every 50 ms (margin for a loaded 2-core box).
 FAST = Settings(visibility_timeout_ms=200, max_processing_ms=300, concurrency=2, fairness_ratio=3,
@@ -46,6 +51,10 @@ def validate_trace(path: Path) -> list[dict[str, Any]]:
     for line in lines:
         VALIDATOR.validate(line)
     assert lines[0]["kind"] == "header" and lines[-1]["kind"] == "end"
+    narrow = EVENT_VALIDATORS.get(lines[0]["system"])
+    for line in lines[1:-1]:
+        if narrow is not None:
+            narrow.validate(line)
     assert lines[-1]["count"] == len(lines) - 2
     assert [e["seq"] for e in lines[1:-1]] == list(range(1, len(lines) - 1))
     return lines[1:-1]
