@@ -86,3 +86,37 @@ def summary(events: list[Mapping[str, Any]], statuses: Mapping[str, str] | None 
         out["external_calls"] = {"total": sum(calls), "min": min(calls), "max": max(calls),
                                  "mean": round(sum(calls) / len(calls), 3)}
     return out
+
+
+def order_problems(events: Iterable[Mapping[str, Any]], dead_nodes: Iterable[str] = ()) -> list[str]:
+    """Local ordering rules of WorkQueue.tla, checked per (node, entry), a quick sanity check
+    of a trace before TLC sees it: a node renews, drops a duplicate of, or ends only an
+    invocation it runs; it acks only after a `done` end and releases only after another end.
+    Returns one message per broken rule (empty when the trace keeps them)."""
+    dead = set(dead_nodes)
+    running: Counter[tuple[str, str]] = Counter()
+    ended: dict[tuple[str, str], str] = {}
+    problems: list[str] = []
+    for i, ev in enumerate(events, start=1):
+        op, node, entry = ev.get("op"), ev.get("node"), ev.get("entry")
+        if entry is None or node in dead:
+            continue
+        key = (node, entry)
+        if op == "invoke_start":
+            if ev.get("outcome") == "started":
+                running[key] += 1
+            elif ev.get("outcome") == "duplicate_dropped" and running[key] == 0:
+                problems.append(f"event {i}: {node} dropped a duplicate of {entry} it does not run")
+        elif op == "invoke_end":
+            if running[key] == 0:
+                problems.append(f"event {i}: {node} ended an invocation of {entry} it does not run")
+            else:
+                running[key] -= 1
+                ended[key] = (ev.get("args") or {}).get("result", "")
+        elif op == "renew" and running[key] == 0:
+            problems.append(f"event {i}: {node} renewed {entry} with no invocation running")
+        elif op == "ack" and ended.pop(key, None) != "done":
+            problems.append(f"event {i}: {node} acked {entry} without a done invocation end")
+        elif op == "release" and ended.pop(key, "done") == "done":
+            problems.append(f"event {i}: {node} released {entry} without a not-done invocation end")
+    return problems

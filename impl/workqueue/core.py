@@ -94,6 +94,11 @@ class ActiveTable:
         with self._lock:
             return bool(self._by_entry.get(entry))
 
+    def holds(self, inv: Invocation) -> bool:
+        """Whether this very invocation is still registered."""
+        with self._lock:
+            return any(x is inv for x in self._by_entry.get(inv.entry, []))
+
     def add(self, inv: Invocation) -> None:
         """Register a started invocation."""
         with self._lock:

@@ -11,6 +11,7 @@ Each step that touches the store is one script and one trace event.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from impl.clock import Clock
@@ -37,6 +38,7 @@ class QueueNode:
         self.active = ActiveTable()
         # Entries holding a permit for their whole life (only with invocation_scoped_permits off).
         self.live: set[str] = set()
+        self._hb_lock = threading.Lock()
         self.stats: dict[str, int] = {"delivered": 0, "reclaimed": 0, "dropped": 0, "rejected": 0,
                                       "acked": 0, "ack_failed": 0, "renew_refused": 0}
 
@@ -115,13 +117,18 @@ class QueueNode:
         if result not in RESULTS:
             raise ValueError(f"handler result must be one of {RESULTS}, got {result!r}")
         if not self.gates.cleanup_on_ack_failure:
+            # The old code: clean up only after a successful ack; a throwing ack leaks the
+            # active record (renewed forever, its redeliveries dropped) and the permit.
             self._complete(inv, result)
-            self._cleanup(inv, result)
+            self.active.remove(inv)
+            self._release_permit(inv, result)
             return
+        with self._hb_lock:
+            self.active.remove(inv)  # leaves the heartbeat first: no renewal after invoke_end
         try:
             self._complete(inv, result)
         finally:
-            self._cleanup(inv, result)
+            self._release_permit(inv, result)
 
     def _complete(self, inv: Invocation, result: str) -> None:
         now = self.now()
@@ -136,8 +143,7 @@ class QueueNode:
             self.stats["ack_failed"] += 1
             raise
 
-    def _cleanup(self, inv: Invocation, result: str) -> None:
-        self.active.remove(inv)
+    def _release_permit(self, inv: Invocation, result: str) -> None:
         if self.gates.invocation_scoped_permits:
             self.permits.release()
         elif result == "done":
@@ -154,23 +160,28 @@ class QueueNode:
         if not self.gates.heartbeat:
             return
         for inv in self.active.all():
-            if inv.lost:
-                continue  # a peer owns it now; a refused renewal is never retried
-            now = self.now()
-            if now - inv.started_ms > self.settings.max_processing_ms:
-                if not inv.warned_past_max:
-                    inv.warned_past_max = True
-                    log.warning("%s: handler on %s has run %d ms, past max_processing_ms=%d; %s",
-                                self.name, inv.entry, now - inv.started_ms, self.settings.max_processing_ms,
-                                "still renewing" if self.gates.renew_past_max_processing
-                                else "no longer renewing (gate renew_past_max_processing off)")
-                if not self.gates.renew_past_max_processing:
-                    continue
-            if not self.store.renew(self.name, now, inv.entry, check_owner=self.gates.renew_owner_check):
-                inv.lost = True
-                self.stats["renew_refused"] += 1
-            for renew in list(inv.renewers):
-                renew()
+            with self._hb_lock:  # an invocation that ended meanwhile is not renewed
+                if self.active.holds(inv):
+                    self._renew(inv)
+
+    def _renew(self, inv: Invocation) -> None:
+        if inv.lost:
+            return  # a peer owns it now; a refused renewal is never retried
+        now = self.now()
+        if now - inv.started_ms > self.settings.max_processing_ms:
+            if not inv.warned_past_max:
+                inv.warned_past_max = True
+                log.warning("%s: handler on %s has run %d ms, past max_processing_ms=%d; %s",
+                            self.name, inv.entry, now - inv.started_ms, self.settings.max_processing_ms,
+                            "still renewing" if self.gates.renew_past_max_processing
+                            else "no longer renewing (gate renew_past_max_processing off)")
+            if not self.gates.renew_past_max_processing:
+                return
+        if not self.store.renew(self.name, now, inv.entry, check_owner=self.gates.renew_owner_check):
+            inv.lost = True
+            self.stats["renew_refused"] += 1
+        for renew in list(inv.renewers):
+            renew()
 
     def snapshot(self) -> dict[str, Any]:
         """Counters for summaries."""

@@ -74,6 +74,7 @@ class Harness:
         self.consumers: list[Consumer] = []
         self.settings = FAST
         self.gates = Gates()
+        self.check_order = True  # off for tests that drive store steps by hand
 
     def configure(self, settings: Settings | None = None, gates: Gates | None = None) -> "Harness":
         """Set the settings and gates that new consumers and clients use."""
@@ -121,9 +122,12 @@ class Harness:
             c.close(timeout_s=5)
         path = recording.export(self.tmp / "trace.ndjson", self.queue, system=self.system,
                                 settings=self.settings, gates=self.gates, nodes=["producer"])
-        validate_trace(path)
+        events = validate_trace(path)
+        problems = analysis.order_problems(events)
         self.queue.delete_keys()
         self.client.close()
+        if self.check_order and self.gates == Gates():  # a gate off may break the order on purpose
+            assert problems == [], problems
         return path
 
 

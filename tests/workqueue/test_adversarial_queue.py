@@ -128,6 +128,7 @@ def test_dead_owners_lease_expires_and_a_peer_takes_over(harness: Harness, guard
 def test_stale_owner_cannot_renew_a_reclaimed_entry(harness: Harness, guarded: bool) -> None:
     """a pauses past the VT, b reclaims; a's renewal must be refused and b keep the entry."""
     check = guarded  # the renew_owner_check gate, passed per call
+    harness.check_order = False  # renewals by hand, with no invocation running
     entry = harness.offer("x")
     assert harness.queue.receive_new("a", harness.clock.now_ms())
     time.sleep(0.25)  # a pauses longer than the VT (200 ms)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from impl.workqueue import analysis
 from impl.workqueue.config import Gates
 from impl.workqueue.sim import SimConfig, Simulation, seeded
 
@@ -46,7 +47,9 @@ def test_seeded_runs_keep_the_invariants(system: str, seeds: range) -> None:
     """Random interleavings with a crash: no overlapping invocation, no terminal state changed,
     every message acked."""
     for seed in seeds:
-        out = seeded(SimConfig(system=system, crashes=1, faults=2, lags=2, handler_steps=8), seed).run()
+        sim = seeded(SimConfig(system=system, crashes=1, faults=2, lags=2, handler_steps=8), seed)
+        out = sim.run()
+        assert analysis.order_problems(sim.events, sim.dead) == [], seed
         assert out["duplicate_invocations"] == 0, (seed, out)
         assert out["terminal_changes"] == 0, (seed, out)
         assert out["finished"], (seed, out)
