@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main
+from impl.workqueue import analysis
 
 from .conftest import validate_trace
 
@@ -38,3 +39,4 @@ def test_run_two_consumer_processes(redis_url: str, tmp_path: Path, capsys: pyte
     assert out["external_calls"]["min"] >= 1
     events = validate_trace(Path(out["trace"]))
     assert {e["node"] for e in events if e["op"] == "invoke_start"} <= {"consumer-1", "consumer-2"}
+    assert analysis.order_problems(events) == []
