@@ -136,8 +136,16 @@ class Simulation:
         times = [max(t, self.clock.now_ms()) for t in times]
         return min(times) if times else None
 
-    def step(self) -> bool:
-        """Take one step (or move the clock to the next wake-up); False when nothing is left."""
+    def choices(self) -> list[tuple[str, Any]]:
+        """What can happen now, in a fixed order: `("fiber", f)` or `("take", node)`."""
+        return self._choices()
+
+    def step(self, pick: Callable[[int], int] | None = None) -> bool:
+        """Take one step (or move the clock to the next wake-up); False when nothing is left.
+
+        `pick(n)` chooses among the `n` things that can happen now (default: the seeded
+        random); a Hypothesis test passes its own, so it can explore and shrink schedules.
+        """
         choices = self._choices()
         if not choices:
             wake = self._next_wake()
@@ -149,7 +157,8 @@ class Simulation:
                 # Something is due now yet nothing is runnable: only a paused node; move on.
                 self.clock.advance(1)
             return True
-        kind, what = choices[self.rng.randrange(len(choices))]
+        index = pick(len(choices)) if pick is not None else self.rng.randrange(len(choices))
+        kind, what = choices[index]
         self.steps += 1
         if kind == "take":
             node = self.nodes[what]
