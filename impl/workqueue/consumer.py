@@ -159,7 +159,8 @@ class Consumer:
         behaviour, under which a running handler's entry becomes reclaimable by a peer."""
         self._closed = True
         self._stop.set()
-        self._threads[0].join(timeout_s) if self._threads else None
+        if self._threads:
+            self._threads[0].join(timeout_s)  # the poller: no new invocation after this
         idle = True
         if self.gates.close_waits_for_handlers:
             idle = self.executor.wait_idle(timeout_s)

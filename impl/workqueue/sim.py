@@ -325,7 +325,8 @@ class Simulation:
         if cfg.system == "command" and cfg.cancels:
             feats.append("cancellation")
         return recording.export(path, self.queue, system=cfg.system, settings=cfg.settings, gates=cfg.gates,
-                                nodes=["producer", "client", *cfg.nodes], run=run, features=feats)
+                                nodes=["producer" if cfg.system == "workqueue" else "client", *cfg.nodes],
+                                run=run, features=feats)
 
 
 def seeded(config: SimConfig, seed: int) -> Simulation:

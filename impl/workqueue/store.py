@@ -4,6 +4,11 @@ script that commits the step and appends its trace event.
 The same class runs on a real Redis server (real mode) and on fakeredis with a virtual clock
 (simulation, see `sim_redis.py`): the twin runs the very same scripts. Keys live under one
 prefix, so a test or a run owns its keys and can delete them.
+
+Every step takes `now`, the calling node's clock; the event's `now` is read from the server's
+clock inside the script instead (see `prelude.lua`: it is the clock idle times are measured
+with). In simulation both are the same virtual clock; the caller's `now` also names explicit
+stream ids there.
 """
 
 from __future__ import annotations
