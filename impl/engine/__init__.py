@@ -6,3 +6,47 @@ transaction records one trace event in the same transaction (`store.py`), so the
 the trace even across processes. `sim.py` runs nodes step by step under a seeded scheduler and
 a virtual clock; `threads.py` runs the same code with threads and the wall clock.
 """
+
+from impl.engine.backend import MemoryBackend
+from impl.engine.effects import drive
+from impl.engine.errors import (
+    EngineError,
+    OptimisticLockError,
+    ResultTimeout,
+    ResultUnavailable,
+    SignalConflict,
+    UnknownWorkflow,
+)
+from impl.engine.model import Gates, Scheduled, ScheduleOutcome, ScheduleRequest, Settings, Task
+from impl.engine.node import Handle, Node, WorkflowFailed
+from impl.engine.scheduler import Scheduler
+from impl.engine.sim import Simulation
+from impl.engine.simulate import Faults, simulate
+from impl.engine.store import Store
+from impl.engine.urls import open_backend
+
+__all__ = [
+    "EngineError",
+    "Faults",
+    "Gates",
+    "Handle",
+    "MemoryBackend",
+    "Node",
+    "OptimisticLockError",
+    "ResultTimeout",
+    "ResultUnavailable",
+    "ScheduleOutcome",
+    "ScheduleRequest",
+    "Scheduled",
+    "Scheduler",
+    "Settings",
+    "SignalConflict",
+    "Simulation",
+    "Store",
+    "Task",
+    "UnknownWorkflow",
+    "WorkflowFailed",
+    "drive",
+    "open_backend",
+    "simulate",
+]
