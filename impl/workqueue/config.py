@@ -18,6 +18,7 @@ class Gates:
     """The guards, all on by default. Turn one off with `Gates().off("renew_owner_check")`."""
 
     renew_owner_check: bool = True          # renew/release touch only an entry this consumer owns
+    atomic_renew: bool = True               # owner check and claim in one script (else read, then claim)
     heartbeat: bool = True                  # renew active invocations every VT/3 at all
     renew_past_max_processing: bool = True  # keep renewing a handler past max_processing_ms
     invocation_scoped_permits: bool = True  # a permit only while a handler runs (vs message life)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from impl.clock import Clock
@@ -39,6 +40,8 @@ class QueueNode:
         # Entries holding a permit for their whole life (only with invocation_scoped_permits off).
         self.live: set[str] = set()
         self._hb_lock = threading.Lock()
+        # Test hook: runs between the read and the claim of the non-atomic renewal.
+        self.between_renew_check_and_claim: Callable[[str], None] | None = None
         self.stats: dict[str, int] = {"delivered": 0, "reclaimed": 0, "dropped": 0, "rejected": 0,
                                       "acked": 0, "ack_failed": 0, "renew_refused": 0}
 
@@ -177,11 +180,21 @@ class QueueNode:
                             else "no longer renewing (gate renew_past_max_processing off)")
             if not self.gates.renew_past_max_processing:
                 return
-        if not self.store.renew(self.name, now, inv.entry, check_owner=self.gates.renew_owner_check):
+        if not self._renew_entry(inv.entry, now):
             inv.lost = True
             self.stats["renew_refused"] += 1
         for renew in list(inv.renewers):
             renew()
+
+    def _renew_entry(self, entry: str, now: int) -> bool:
+        if self.gates.atomic_renew:
+            return self.store.renew(self.name, now, entry, check_owner=self.gates.renew_owner_check)
+        # The later design's renewal: XPENDING, then XCLAIM, as two round trips. A peer's
+        # reclaim landing between them is claimed back.
+        still_mine = self.store.pending_owner(entry) == self.name
+        if self.between_renew_check_and_claim is not None:
+            self.between_renew_check_and_claim(entry)
+        return self.store.renew(self.name, self.now(), entry, check_owner=not still_mine)
 
     def snapshot(self) -> dict[str, Any]:
         """Counters for summaries."""

@@ -181,6 +181,12 @@ class QueueStore(Steps):
         """Record that a handler invocation ended with `result` (`done`, `not_done`, `threw`)."""
         self.run("invoke", "invoke_end", node, self._keys(), [GROUP, node, now, entry, "invoke_end", "ended", result])
 
+    def pending_owner(self, entry: str) -> str | None:
+        """The entry's PEL owner now (a plain read: the first half of the later design's
+        non-atomic renewal), or None if it is not pending."""
+        rows = self.client.xpending_range(self.stream, GROUP, min=entry, max=entry, count=1)
+        return _text(rows[0]["consumer"]) if rows else None
+
     def pending_count(self) -> int:
         """How many entries are delivered and not acked (for summaries and tests)."""
         return int(self.client.xpending(self.stream, GROUP)["pending"])

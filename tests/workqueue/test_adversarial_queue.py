@@ -223,3 +223,35 @@ def test_duplicate_delivery_by_self_reclaim_is_dropped(harness: Harness, guarded
         assert calls == [1] and dropped and harness.duplicates() == 0
     else:
         assert len(calls) >= 2 and harness.duplicates() >= 1
+
+
+@GUARD
+def test_a_peer_claim_between_check_and_claim_is_not_seized_back(harness: Harness, guarded: bool) -> None:
+    """The known weak spot of a later design: renewal as XPENDING, then XCLAIM. If a's check
+    passes and b's reclaim lands before a's claim, a must not take the entry back (one script
+    makes that impossible); with `atomic_renew` off it does."""
+    from impl.workqueue.node import QueueNode
+
+    harness.configure(gates=gates(guarded, "atomic_renew"))
+    entry = harness.offer("x")
+    a = QueueNode(harness.queue, "a", harness.clock, harness.settings, harness.gates)
+    inv = a.poll_and_admit()
+    assert inv is not None and inv.entry == entry
+    a.reserve(inv)
+    a.start(inv)
+
+    def peer_reclaims(_: str) -> None:
+        time.sleep(0.25)  # a stalls past the VT between its two round trips
+        assert harness.queue.reclaim("b", harness.clock.now_ms(), FAST.visibility_timeout_ms)
+
+    a.between_renew_check_and_claim = peer_reclaims
+    time.sleep(0.25)  # a pauses before its heartbeat; the atomic variant's check sees b too
+    if guarded:
+        assert harness.queue.reclaim("b", harness.clock.now_ms(), FAST.visibility_timeout_ms)
+    a.heartbeat()
+    owner = harness.queue.pending_owner(entry)
+    harness.check_order = False  # b's reclaim by hand, with no invocation
+    if guarded:
+        assert inv.lost and owner == "b"
+    else:
+        assert not inv.lost and owner == "a"  # seized back from b
