@@ -18,6 +18,7 @@ Every method that touches the store is a fiber (`effects.py`): drive it at once 
 from __future__ import annotations
 
 import json
+import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -78,6 +79,7 @@ class Node:
         self.scheduler = Scheduler(store, name, clock)
         self.queue = ExecutionQueue(self.scheduler, self.gates)
         self._futures: dict[str, list[ResultFuture]] = defaultdict(list)
+        self._futures_lock = threading.Lock()  # callers and runs touch it from their threads
 
     # -- start, signal, result -------------------------------------------------------------
 
@@ -208,28 +210,35 @@ class Node:
 
     def _register(self, wf: str) -> ResultFuture:
         fut = ResultFuture()
-        self._futures[wf].append(fut)
+        with self._futures_lock:
+            self._futures[wf].append(fut)
         return fut
 
     def _unavailable(self, wf: str, fut: ResultFuture, why: str) -> None:
         fut.set_exception(ResultUnavailable(f"no result for {wf!r} arrives on {self.name}: {why}; polling storage"))
-        if fut in self._futures.get(wf, []):
-            self._futures[wf].remove(fut)
+        with self._futures_lock:
+            if fut in self._futures.get(wf, []):
+                self._futures[wf].remove(fut)
 
     def complete(self, wf: str, value: Any) -> None:
         """A run on this node completed `wf`: complete the futures of callers here."""
-        for fut in self._futures.pop(wf, []):
+        with self._futures_lock:
+            futures = self._futures.pop(wf, [])
+        for fut in futures:
             fut.set_result(value)
 
     def fail(self, wf: str, exc: BaseException) -> None:
         """`wf` failed for good: fail the futures of callers here."""
-        for fut in self._futures.pop(wf, []):
+        with self._futures_lock:
+            futures = self._futures.pop(wf, [])
+        for fut in futures:
             fut.set_exception(exc)
 
     def crash(self) -> None:
         """Lose everything in memory: the queue, the futures, the runs (the monitor forgets them)."""
         self.queue.clear()
-        self._futures.clear()
+        with self._futures_lock:
+            self._futures.clear()
         self.monitor.drop_node(self.name)
 
     # -- helpers ---------------------------------------------------------------------------
