@@ -79,11 +79,13 @@ VARIABLES
     permits,     \* [Consumers -> SUBSET Entries]: entries holding one of c's permits
     toAck,       \* [Consumers -> SUBSET Entries]: ended "done", ack not yet committed
     toRelease,   \* [Consumers -> SUBSET Entries]: ended not done / threw, touch not yet committed
-    lagging,     \* [Consumers -> SUBSET Entries]: whose lease may have lapsed unnoticed
+    lagging,     \* [Consumers -> SUBSET Entries]: invocations whose lease may have lapsed unnoticed
+    stalled,     \* [Consumers -> SUBSET Entries]: hand-offs caught by a pause (likewise)
     lost,        \* [Consumers -> SUBSET Entries]: invocations whose renewal was refused
     checked,     \* [Consumers -> SUBSET Entries]: two-step renewal between XPENDING and XCLAIM
     elapsed      \* [Consumers -> [Entries -> 0..MaxProc]]: invocation age (old design only)
-consumerVars == <<mode, inbox, active, permits, toAck, toRelease, lagging, lost, checked, elapsed>>
+consumerVars == <<mode, inbox, active, permits, toAck, toRelease, lagging, stalled, lost, checked,
+                 elapsed>>
 
 VARIABLE faults  \* faults injected so far
 vars == <<storeVars, consumerVars, faults>>
@@ -94,7 +96,7 @@ TypeOK ==
     /\ idle \in [Entries -> 0..VT]
     /\ deliveries \in [Entries -> 0..MaxDeliveries]
     /\ mode \in [Consumers -> Modes]
-    /\ \A v \in {inbox, active, permits, toAck, toRelease, lagging, lost, checked} :
+    /\ \A v \in {inbox, active, permits, toAck, toRelease, lagging, stalled, lost, checked} :
            v \in [Consumers -> SUBSET Entries]
     /\ elapsed \in [Consumers -> [Entries -> 0..MaxProc]]
     /\ faults \in 0..MaxFaults
@@ -124,8 +126,7 @@ Holds(c, e) == e \in active[c] /\ e \notin lagging[c] /\ e \notin lost[c]
 Protected(e) ==
     \E c \in Consumers :
         /\ Up(c)
-        /\ e \notin lagging[c]
-        /\ \/ e \in inbox[c]                          \* the hand-off is prompt
+        /\ \/ e \in inbox[c] /\ e \notin stalled[c]     \* the hand-off is prompt
            \/ Holds(c, e) /\ Heartbeats(c, e) /\ owner[e] = c
 
 -----------------------------------------------------------------------------
@@ -141,6 +142,7 @@ Init ==
     /\ toAck = [c \in Consumers |-> {}]
     /\ toRelease = [c \in Consumers |-> {}]
     /\ lagging = [c \in Consumers |-> {}]
+    /\ stalled = [c \in Consumers |-> {}]
     /\ lost = [c \in Consumers |-> {}]
     /\ checked = [c \in Consumers |-> {}]
     /\ elapsed = [c \in Consumers |-> [e \in Entries |-> 0]]
@@ -166,7 +168,7 @@ ReceiveNew(c, e) ==
     /\ status[e] = "new"
     /\ status' = [status EXCEPT ![e] = "pending"]
     /\ Deliver(c, e)
-    /\ UNCHANGED <<mode, active, toAck, toRelease, lagging, lost, checked, elapsed, faults>>
+    /\ UNCHANGED <<mode, active, toAck, toRelease, lagging, stalled, lost, checked, elapsed, faults>>
 
 \* reclaim: XAUTOCLAIM queue g c VT cursor COUNT 1 (an entry idle for VT changes owner)
 Reclaim(c, e) ==
@@ -174,24 +176,28 @@ Reclaim(c, e) ==
     /\ status[e] = "pending" /\ idle[e] = VT
     /\ e \notin inbox[c]
     /\ Deliver(c, e)
-    /\ UNCHANGED <<status, mode, active, toAck, toRelease, lagging, lost, checked, elapsed, faults>>
+    /\ UNCHANGED <<status, mode, active, toAck, toRelease, lagging, stalled, lost, checked, elapsed,
+                   faults>>
 
 \* invoke_start: the executor runs the handler (outcome started), drops an entry this node
 \* already runs (duplicate_dropped, a self-reclaim after heartbeat lag), or rejects it
-\* (rejected: the permit is released and the entry left for a later reclaim).
+\* (rejected: the permit is released and the entry left for a later reclaim). A hand-off
+\* caught by a pause starts lagging: its lease may be gone before the call begins.
 InvokeStart(c, e) ==
     /\ Up(c) /\ e \in inbox[c]
     /\ inbox' = [inbox EXCEPT ![c] = @ \ {e}]
+    /\ stalled' = [stalled EXCEPT ![c] = @ \ {e}]
     /\ \/ /\ e \in active[c]                                   \* duplicate_dropped
           /\ UNCHANGED <<active, lagging, elapsed, faults>>
        \/ /\ e \notin active[c] /\ CanFault(RejectFault)         \* rejected
           /\ faults' = faults + 1
-          /\ lagging' = [lagging EXCEPT ![c] = @ \ {e}]
-          /\ UNCHANGED <<active, elapsed>>
+          /\ UNCHANGED <<active, lagging, elapsed>>
        \/ /\ e \notin active[c]                                  \* started
           /\ active' = [active EXCEPT ![c] = @ \cup {e}]
           /\ elapsed' = [elapsed EXCEPT ![c][e] = 0]
-          /\ UNCHANGED <<lagging, faults>>
+          /\ lagging' = [lagging EXCEPT ![c] =
+                            IF e \in stalled[c] THEN @ \cup {e} ELSE @ \ {e}]
+          /\ UNCHANGED faults
     /\ permits' = [permits EXCEPT ![c] = PermitsAfter(c, inbox'[c], active'[c])]
     /\ UNCHANGED <<storeVars, mode, toAck, toRelease, lost, checked>>
 
@@ -211,7 +217,7 @@ InvokeEnd(c, e, r) ==
          ELSE /\ toRelease' = [toRelease EXCEPT ![c] = @ \cup {e}]
               /\ UNCHANGED toAck
     /\ permits' = [permits EXCEPT ![c] = PermitsAfter(c, inbox[c], active'[c])]
-    /\ UNCHANGED <<storeVars, mode, inbox, checked, faults>>
+    /\ UNCHANGED <<storeVars, mode, inbox, stalled, checked, faults>>
 
 \* renew (the heartbeat, one Lua script): XPENDING for the entry and, only if we still own
 \* it, XCLAIM queue g c 0 id JUSTID. Without the owner check it claims regardless.
@@ -226,7 +232,7 @@ Renew(c, e) ==
               /\ UNCHANGED <<owner, idle>>
     /\ lagging' = [lagging EXCEPT ![c] = @ \ {e}]
     /\ UNCHANGED <<status, deliveries, mode, inbox, active, permits, toAck, toRelease,
-                   checked, elapsed, faults>>
+                   stalled, checked, elapsed, faults>>
 
 \* The later design's non-atomic renewal, step one: XPENDING reads the owner.
 RenewCheck(c, e) ==
@@ -238,7 +244,8 @@ RenewCheck(c, e) ==
          ELSE /\ lost' = [lost EXCEPT ![c] = @ \cup {e}]
               /\ lagging' = [lagging EXCEPT ![c] = @ \ {e}]
               /\ UNCHANGED checked
-    /\ UNCHANGED <<storeVars, mode, inbox, active, permits, toAck, toRelease, elapsed, faults>>
+    /\ UNCHANGED <<storeVars, mode, inbox, active, permits, toAck, toRelease, stalled, elapsed,
+                   faults>>
 
 \* ... step two: XCLAIM 0 JUSTID, whatever happened since the check.
 RenewClaim(c, e) ==
@@ -253,7 +260,7 @@ RenewClaim(c, e) ==
               /\ UNCHANGED <<owner, idle>>
     /\ lagging' = [lagging EXCEPT ![c] = @ \ {e}]
     /\ UNCHANGED <<status, deliveries, mode, inbox, active, permits, toAck, toRelease,
-                   elapsed, faults>>
+                   stalled, elapsed, faults>>
 
 \* ack: MULTI XACK XDEL EXEC (XACK does not look at the owner). An ack that fails
 \* leaves the entry pending, to be redelivered after VT and acked then.
@@ -272,7 +279,8 @@ Ack(c, e) ==
        \/ /\ status[e] = "pending" /\ CanFault(AckFailFault)          \* failed
           /\ faults' = faults + 1
           /\ UNCHANGED <<status, owner, idle, permits>>
-    /\ UNCHANGED <<deliveries, mode, inbox, active, toRelease, lagging, lost, checked, elapsed>>
+    /\ UNCHANGED <<deliveries, mode, inbox, active, toRelease, lagging, stalled, lost, checked,
+                   elapsed>>
 
 \* release: touch a not-done entry once (owner-checked XCLAIM 0 JUSTID), so that it comes
 \* back a whole VT later.
@@ -283,7 +291,7 @@ Release(c, e) ==
          THEN idle' = [idle EXCEPT ![e] = 0]                         \* touched
          ELSE UNCHANGED idle                                         \* refused
     /\ UNCHANGED <<status, owner, deliveries, mode, inbox, active, permits, toAck, lagging,
-                   lost, checked, elapsed, faults>>
+                   stalled, lost, checked, elapsed, faults>>
 
 -----------------------------------------------------------------------------
 (* Hidden actions: no trace line.                                          *)
@@ -298,7 +306,7 @@ Tick ==
                           IF e \in active[c] THEN Min(elapsed[c][e] + 1, MaxProc) ELSE 0]]
     /\ <<idle', elapsed'>> /= <<idle, elapsed>>
     /\ UNCHANGED <<status, owner, deliveries, mode, inbox, active, permits, toAck, toRelease,
-                   lagging, lost, checked, faults>>
+                   lagging, stalled, lost, checked, faults>>
 
 \* A consumer process dies: its hand-offs and calls vanish, its PEL entries stay (owned by
 \* it) until a peer reclaims them. Some peer keeps running.
@@ -313,6 +321,7 @@ Crash(c) ==
     /\ toAck' = [toAck EXCEPT ![c] = {}]
     /\ toRelease' = [toRelease EXCEPT ![c] = {}]
     /\ lagging' = [lagging EXCEPT ![c] = {}]
+    /\ stalled' = [stalled EXCEPT ![c] = {}]
     /\ lost' = [lost EXCEPT ![c] = {}]
     /\ checked' = [checked EXCEPT ![c] = {}]
     /\ elapsed' = [elapsed EXCEPT ![c] = [e \in Entries |-> 0]]
@@ -324,14 +333,15 @@ Pause(c) ==
     /\ CanFault(PauseFault)
     /\ mode[c] = "running"
     /\ mode' = [mode EXCEPT ![c] = "paused"]
-    /\ lagging' = [lagging EXCEPT ![c] = inbox[c] \cup (active[c] \ lost[c])]
+    /\ lagging' = [lagging EXCEPT ![c] = active[c] \ lost[c]]
+    /\ stalled' = [stalled EXCEPT ![c] = inbox[c]]
     /\ faults' = faults + 1
     /\ UNCHANGED <<storeVars, inbox, active, permits, toAck, toRelease, lost, checked, elapsed>>
 
 Resume(c) ==
     /\ mode[c] = "paused"
     /\ mode' = [mode EXCEPT ![c] = "running"]
-    /\ UNCHANGED <<storeVars, inbox, active, permits, toAck, toRelease, lagging, lost,
+    /\ UNCHANGED <<storeVars, inbox, active, permits, toAck, toRelease, lagging, stalled, lost,
                    checked, elapsed, faults>>
 
 \* The heartbeat of one invocation runs late (a slow Redis call, a starved thread).
@@ -340,8 +350,8 @@ HeartbeatLag(c, e) ==
     /\ Up(c) /\ Holds(c, e)
     /\ lagging' = [lagging EXCEPT ![c] = @ \cup {e}]
     /\ faults' = faults + 1
-    /\ UNCHANGED <<storeVars, mode, inbox, active, permits, toAck, toRelease, lost, checked,
-                   elapsed>>
+    /\ UNCHANGED <<storeVars, mode, inbox, active, permits, toAck, toRelease, stalled, lost,
+                   checked, elapsed>>
 
 \* close(): stop polling, keep heartbeating running calls until they end (close never makes
 \* an entry reclaimable while its handler executes). Some peer keeps running.
@@ -351,7 +361,7 @@ Close(c) ==
     /\ \E d \in Consumers \ {c} : mode[d] = "running"
     /\ mode' = [mode EXCEPT ![c] = "closing"]
     /\ faults' = faults + 1
-    /\ UNCHANGED <<storeVars, inbox, active, permits, toAck, toRelease, lagging, lost,
+    /\ UNCHANGED <<storeVars, inbox, active, permits, toAck, toRelease, lagging, stalled, lost,
                    checked, elapsed>>
 
 -----------------------------------------------------------------------------

@@ -1,0 +1,402 @@
+---------------------------- MODULE CommandQueue ----------------------------
+(***************************************************************************)
+(* The command layer on top of the work queue (seed 002, "near-exactly-   *)
+(* once"; ../shared/reference/workqueue-protocol.md; impl/workqueue).     *)
+(*                                                                         *)
+(*  client: SubmitState (SET NX) --> Offer (XADD) --> stream              *)
+(*  worker: ReceiveNew/Reclaim --> GuardTake --+--> PutIfOwner SUBMITTING  *)
+(*          (a delivery)           (SET NX PX) |    ExternalCall (key=id)  *)
+(*                                             |    PutIfOwner PROCESSING  *)
+(*                                             |    PutIfOwner terminal    *)
+(*                                             +--> GuardRelease --> Ack   *)
+(*  external system: counts calls and executions per idempotency key      *)
+(*                                                                         *)
+(* The queue below is abstract: any pending message of a command may be   *)
+(* delivered to any free worker at any time, also while another attempt   *)
+(* runs it. That is weaker than WorkQueue.tla promises (no overlap while  *)
+(* owners live), so safety shown here holds whatever the queue does short *)
+(* of losing a message.                                                    *)
+(*                                                                         *)
+(* Attempt ids: the seed draws a random id per attempt. A worker here runs *)
+(* one attempt at a time, and an attempt that lost its guard ends before  *)
+(* its worker starts another, so the worker's name identifies the one     *)
+(* live attempt it can have: the guard's owner is a worker name.          *)
+(*                                                                         *)
+(* Guard TTL: the holder renews the guard (GuardRenew) in time unless its *)
+(* process stalls; so the guard expires (GuardExpire) only when its       *)
+(* holder crashed or is stale (paused past the TTL).                      *)
+(***************************************************************************)
+EXTENDS Naturals, FiniteSets
+
+CONSTANTS
+    Workers,     \* processes that handle deliveries, one attempt at a time each
+    Commands,    \* command ids
+    NoOne,       \* a model value: no guard owner, no command
+    MaxSubmits,  \* submit calls per command (first, retries after a failure, duplicates)
+    MaxFaults    \* faults in all (worker crash, worker pause, client failure)
+
+\* Gates: TRUE is the seed's design.
+CONSTANTS
+    AtomicPutIfOwner,    \* owner check and state write in one script (else two steps)
+    RepairOnResubmit,    \* submit offers a message even when the state already exists
+    ExternalIdempotent,  \* the remote honours the idempotency key (a cooperative remote)
+    CancelOn             \* the client may cancel
+
+\* Faults.
+CONSTANTS
+    CrashFault,        \* a worker process dies
+    PauseFault,        \* a worker stalls longer than the guard TTL
+    ClientCrashFault   \* the client fails between the state write and the offer
+
+ASSUME /\ MaxSubmits \in Nat \ {0}
+       /\ MaxFaults \in Nat
+       /\ NoOne \notin Workers \cup Commands
+       /\ \A g \in {AtomicPutIfOwner, RepairOnResubmit, ExternalIdempotent, CancelOn,
+                    CrashFault, PauseFault, ClientCrashFault} : g \in BOOLEAN
+
+Terminal == {"SUCCEEDED", "FAILED", "CANCELLED"}
+Statuses == {"NONE", "PENDING", "SUBMITTING", "PROCESSING"} \cup Terminal
+\* An attempt's program counter: what it does next.
+PCs == {"idle", "take", "submit", "call", "process", "finish", "release", "ack"}
+
+-----------------------------------------------------------------------------
+(* The store (Redis): command state, attempt guard, stream messages.        *)
+VARIABLES
+    status,   \* [Commands -> Statuses]: cmd:<id> ("NONE": no record)
+    guard,    \* [Commands -> Workers \cup {NoOne}]: cmd-attempt:<id>
+    fresh,    \* [Commands -> 0..MaxSubmits]: messages never delivered
+    msgs      \* [Commands -> 0..MaxSubmits]: messages not yet acked (fresh included)
+storeVars == <<status, guard, fresh, msgs>>
+
+(* The external system, keyed by command id.                                *)
+VARIABLES
+    extCalls,  \* [Commands -> Nat]: calls received
+    extExec    \* [Commands -> Nat]: side effects performed
+externalVars == <<extCalls, extExec>>
+
+(* The client that submits each command.                                    *)
+VARIABLES
+    client,   \* [Commands -> {"idle", "offer", "done"}]
+    submits   \* [Commands -> 0..MaxSubmits]
+clientVars == <<client, submits>>
+
+(* The workers.                                                              *)
+VARIABLES
+    wmode,    \* [Workers -> {"running", "paused", "crashed"}]
+    cmdOf,    \* [Workers -> Commands \cup {NoOne}]: the command of the current attempt
+    pc,       \* [Workers -> PCs]
+    stale,    \* [Workers -> BOOLEAN]: the guard may have expired unnoticed (after a stall)
+    checked   \* [Workers -> BOOLEAN]: two-step putIfOwner between its check and its write
+workerVars == <<wmode, cmdOf, pc, stale, checked>>
+
+(* History, for the properties only.                                         *)
+VARIABLES
+    staleWrite,     \* a state write committed by an attempt that did not own the guard
+    firstTerminal,  \* [Commands -> Terminal \cup {"NONE"}]: the first terminal status written
+    faults
+historyVars == <<staleWrite, firstTerminal, faults>>
+
+vars == <<storeVars, externalVars, clientVars, workerVars, historyVars>>
+
+TypeOK ==
+    /\ status \in [Commands -> Statuses]
+    /\ guard \in [Commands -> Workers \cup {NoOne}]
+    /\ fresh \in [Commands -> 0..MaxSubmits]
+    /\ msgs \in [Commands -> 0..MaxSubmits]
+    /\ \A k \in Commands : fresh[k] <= msgs[k]
+    /\ extCalls \in [Commands -> Nat]
+    /\ extExec \in [Commands -> Nat]
+    /\ client \in [Commands -> {"idle", "offer", "done"}]
+    /\ submits \in [Commands -> 0..MaxSubmits]
+    /\ wmode \in [Workers -> {"running", "paused", "crashed"}]
+    /\ cmdOf \in [Workers -> Commands \cup {NoOne}]
+    /\ pc \in [Workers -> PCs]
+    /\ stale \in [Workers -> BOOLEAN]
+    /\ checked \in [Workers -> BOOLEAN]
+    /\ staleWrite \in BOOLEAN
+    /\ firstTerminal \in [Commands -> Terminal \cup {"NONE"}]
+    /\ faults \in 0..MaxFaults
+
+-----------------------------------------------------------------------------
+CanFault(gate) == gate /\ faults < MaxFaults
+Running(w) == wmode[w] = "running"
+
+\* What an attempt does after taking the guard, from the status it reads then.
+NextPC(s) ==
+    CASE s = "PENDING"    -> "submit"
+      [] s = "SUBMITTING" -> "call"      \* an interrupted submission: call again, same key
+      [] s = "PROCESSING" -> "finish"
+      [] s \in Terminal   -> "release"   \* nothing to do: release, then ack the message
+      [] OTHER            -> "release"   \* no record (expired): give up the message
+
+\* The status an attempt writes at each program counter (finish: either outcome).
+Targets(p) ==
+    CASE p = "submit"  -> {"SUBMITTING"}
+      [] p = "process" -> {"PROCESSING"}
+      [] p = "finish"  -> {"SUCCEEDED", "FAILED"}
+      [] OTHER         -> {}
+
+\* The attempt's next step after a state write at p.
+AfterWrite(p) == CASE p = "submit" -> "call" [] p = "process" -> "finish" [] OTHER -> "release"
+
+\* End the attempt of w (its message stays pending unless it was acked).
+EndAttempt(w) ==
+    /\ pc' = [pc EXCEPT ![w] = "idle"]
+    /\ cmdOf' = [cmdOf EXCEPT ![w] = NoOne]
+    /\ checked' = [checked EXCEPT ![w] = FALSE]
+    /\ stale' = [stale EXCEPT ![w] = FALSE]   \* staleness belongs to the attempt
+
+\* Record a committed state write s to command k by worker w.
+Wrote(w, k, s) ==
+    /\ status' = [status EXCEPT ![k] = s]
+    /\ staleWrite' = (staleWrite \/ guard[k] /= w)
+    /\ firstTerminal' = [firstTerminal EXCEPT ![k] =
+                            IF @ = "NONE" /\ s \in Terminal THEN s ELSE @]
+
+-----------------------------------------------------------------------------
+Init ==
+    /\ status = [k \in Commands |-> "NONE"]
+    /\ guard = [k \in Commands |-> NoOne]
+    /\ fresh = [k \in Commands |-> 0]
+    /\ msgs = [k \in Commands |-> 0]
+    /\ extCalls = [k \in Commands |-> 0]
+    /\ extExec = [k \in Commands |-> 0]
+    /\ client = [k \in Commands |-> "idle"]
+    /\ submits = [k \in Commands |-> 0]
+    /\ wmode = [w \in Workers |-> "running"]
+    /\ cmdOf = [w \in Workers |-> NoOne]
+    /\ pc = [w \in Workers |-> "idle"]
+    /\ stale = [w \in Workers |-> FALSE]
+    /\ checked = [w \in Workers |-> FALSE]
+    /\ staleWrite = FALSE
+    /\ firstTerminal = [k \in Commands |-> "NONE"]
+    /\ faults = 0
+
+\* submit_state: SET cmd:<id> PENDING NX. The first call, a retry after a failure, or a
+\* duplicate submission. The seed offers a message whether or not the state was created,
+\* which repairs a submit that failed between its two steps; the old submit offered only
+\* when it created the state.
+SubmitState(k) ==
+    /\ client[k] \in {"idle", "done"}
+    /\ submits[k] < MaxSubmits
+    /\ submits' = [submits EXCEPT ![k] = @ + 1]
+    /\ IF status[k] = "NONE"
+         THEN /\ status' = [status EXCEPT ![k] = "PENDING"]                   \* created
+              /\ client' = [client EXCEPT ![k] = "offer"]
+         ELSE /\ client' = [client EXCEPT ![k] =                              \* exists
+                               IF RepairOnResubmit THEN "offer" ELSE "done"]
+              /\ UNCHANGED status
+    /\ UNCHANGED <<guard, fresh, msgs, externalVars, workerVars, historyVars>>
+
+\* offer: XADD of the command's message.
+Offer(k) ==
+    /\ client[k] = "offer"
+    /\ client' = [client EXCEPT ![k] = "done"]
+    /\ fresh' = [fresh EXCEPT ![k] = @ + 1]
+    /\ msgs' = [msgs EXCEPT ![k] = @ + 1]
+    /\ UNCHANGED <<status, guard, externalVars, submits, workerVars, historyVars>>
+
+\* receive_new: a never-delivered message of k reaches w.
+ReceiveNew(w, k) ==
+    /\ Running(w) /\ pc[w] = "idle"
+    /\ fresh[k] > 0
+    /\ fresh' = [fresh EXCEPT ![k] = @ - 1]
+    /\ pc' = [pc EXCEPT ![w] = "take"]
+    /\ cmdOf' = [cmdOf EXCEPT ![w] = k]
+    /\ UNCHANGED <<status, guard, msgs, externalVars, clientVars, wmode, stale, checked,
+                   historyVars>>
+
+\* reclaim: a delivered, unacked message of k reaches w again (at-least-once).
+Reclaim(w, k) ==
+    /\ Running(w) /\ pc[w] = "idle"
+    /\ msgs[k] > fresh[k]
+    /\ pc' = [pc EXCEPT ![w] = "take"]
+    /\ cmdOf' = [cmdOf EXCEPT ![w] = k]
+    /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, stale, checked, historyVars>>
+
+\* guard_take: SET cmd-attempt:<id> <attempt> NX PX, then read the state. A delivery that
+\* finds the guard taken (busy) leaves its message pending.
+GuardTake(w) ==
+    LET k == cmdOf[w] IN
+    /\ Running(w) /\ pc[w] = "take"
+    /\ IF guard[k] = NoOne
+         THEN /\ guard' = [guard EXCEPT ![k] = w]                              \* taken
+              /\ pc' = [pc EXCEPT ![w] = NextPC(status[k])]
+              /\ UNCHANGED <<cmdOf, checked, stale>>
+         ELSE /\ EndAttempt(w)                                                 \* busy
+              /\ UNCHANGED guard
+    /\ UNCHANGED <<status, fresh, msgs, externalVars, clientVars, wmode, historyVars>>
+
+\* guard_renew: compare-and-set PEXPIRE. A stale attempt learns here whether it still owns
+\* the guard; if not (lost), it ends and leaves its message pending.
+GuardRenew(w) ==
+    LET k == cmdOf[w] IN
+    /\ Running(w) /\ stale[w]
+    /\ pc[w] \notin {"idle", "take"}
+    /\ IF guard[k] = w
+         THEN /\ stale' = [stale EXCEPT ![w] = FALSE]                          \* renewed
+              /\ UNCHANGED <<pc, cmdOf, checked>>
+         ELSE EndAttempt(w)                                                    \* lost
+    /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, historyVars>>
+
+\* The two-step variant's first step: GET the guard and compare (no write).
+PutCheck(w) ==
+    LET k == cmdOf[w] IN
+    /\ ~AtomicPutIfOwner
+    /\ Running(w) /\ pc[w] \in {"submit", "process", "finish"} /\ ~checked[w]
+    /\ IF guard[k] = w
+         THEN /\ checked' = [checked EXCEPT ![w] = TRUE]
+              /\ UNCHANGED <<pc, cmdOf, stale>>
+         ELSE EndAttempt(w)
+    /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, historyVars>>
+
+\* put_if_owner: one script checks the guard's owner and writes the state (written), or
+\* writes nothing (refused). In the two-step variant it writes after an earlier check.
+PutIfOwner(w, s) ==
+    LET k == cmdOf[w] IN
+    /\ Running(w) /\ pc[w] \in {"submit", "process", "finish"}
+    /\ s \in Targets(pc[w])
+    /\ AtomicPutIfOwner \/ checked[w]
+    /\ IF ~AtomicPutIfOwner \/ guard[k] = w
+         THEN /\ Wrote(w, k, s)                                                \* written
+              /\ pc' = [pc EXCEPT ![w] = AfterWrite(pc[w])]
+              /\ checked' = [checked EXCEPT ![w] = FALSE]
+              /\ UNCHANGED <<cmdOf, stale>>
+         ELSE /\ EndAttempt(w)                                                 \* refused
+              /\ UNCHANGED <<status, staleWrite, firstTerminal>>
+    /\ UNCHANGED <<guard, fresh, msgs, externalVars, clientVars, wmode, faults>>
+
+\* external_call: the call to the external system with the command id as idempotency key.
+\* A cooperative remote performs the side effect once per key; an uncooperative one on
+\* every call.
+ExternalCall(w) ==
+    LET k == cmdOf[w] IN
+    /\ Running(w) /\ pc[w] = "call"
+    /\ extCalls' = [extCalls EXCEPT ![k] = @ + 1]
+    /\ extExec' = [extExec EXCEPT ![k] = IF ExternalIdempotent /\ @ > 0 THEN @ ELSE @ + 1]
+    /\ pc' = [pc EXCEPT ![w] = "process"]
+    /\ UNCHANGED <<storeVars, clientVars, wmode, cmdOf, stale, checked, historyVars>>
+
+\* guard_release: compare-and-delete (released, or lost when another attempt owns it).
+GuardRelease(w) ==
+    LET k == cmdOf[w] IN
+    /\ Running(w) /\ pc[w] = "release"
+    /\ guard' = [guard EXCEPT ![k] = IF @ = w THEN NoOne ELSE @]
+    /\ pc' = [pc EXCEPT ![w] = "ack"]
+    /\ UNCHANGED <<status, fresh, msgs, externalVars, clientVars, wmode, cmdOf, stale,
+                   checked, historyVars>>
+
+\* ack: XACK + XDEL of the delivered message. A duplicate delivery of a message already
+\* acked acks nothing (XACK returns 0).
+Ack(w) ==
+    LET k == cmdOf[w] IN
+    /\ Running(w) /\ pc[w] = "ack"
+    /\ msgs' = [msgs EXCEPT ![k] = IF @ > fresh[k] THEN @ - 1 ELSE @]
+    /\ EndAttempt(w)
+    /\ UNCHANGED <<status, guard, fresh, externalVars, clientVars, wmode, historyVars>>
+
+\* cancel: take the guard, write CANCELLED, release, in one step; refused (busy) while an
+\* attempt holds the guard, a no-op (terminal) once the command is finished.
+Cancel(k) ==
+    /\ CancelOn
+    /\ status[k] \notin {"NONE"} \cup Terminal
+    /\ guard[k] = NoOne
+    /\ status' = [status EXCEPT ![k] = "CANCELLED"]
+    /\ firstTerminal' = [firstTerminal EXCEPT ![k] = IF @ = "NONE" THEN "CANCELLED" ELSE @]
+    /\ UNCHANGED <<guard, fresh, msgs, externalVars, clientVars, workerVars, staleWrite,
+                   faults>>
+
+-----------------------------------------------------------------------------
+(* Hidden actions.                                                          *)
+
+\* The guard's TTL runs out: its holder crashed, or stalled past the TTL.
+GuardExpire(k) ==
+    /\ guard[k] /= NoOne
+    /\ wmode[guard[k]] = "crashed" \/ stale[guard[k]]
+    /\ guard' = [guard EXCEPT ![k] = NoOne]
+    /\ UNCHANGED <<status, fresh, msgs, externalVars, clientVars, workerVars, historyVars>>
+
+\* A worker process dies mid-attempt; its message stays pending, its guard expires later.
+\* Some worker keeps running.
+Crash(w) ==
+    /\ CanFault(CrashFault)
+    /\ wmode[w] /= "crashed"
+    /\ \E v \in Workers \ {w} : wmode[v] /= "crashed"
+    /\ wmode' = [wmode EXCEPT ![w] = "crashed"]
+    /\ EndAttempt(w)
+    /\ faults' = faults + 1
+    /\ UNCHANGED <<storeVars, externalVars, clientVars, staleWrite, firstTerminal>>
+
+\* A worker stalls mid-attempt for longer than the guard TTL.
+Pause(w) ==
+    /\ CanFault(PauseFault)
+    /\ Running(w) /\ pc[w] /= "idle"
+    /\ wmode' = [wmode EXCEPT ![w] = "paused"]
+    /\ stale' = [stale EXCEPT ![w] = TRUE]
+    /\ faults' = faults + 1
+    /\ UNCHANGED <<storeVars, externalVars, clientVars, cmdOf, pc, checked, staleWrite,
+                   firstTerminal>>
+
+Resume(w) ==
+    /\ wmode[w] = "paused"
+    /\ wmode' = [wmode EXCEPT ![w] = "running"]
+    /\ UNCHANGED <<storeVars, externalVars, clientVars, cmdOf, pc, stale, checked,
+                   historyVars>>
+
+\* The client fails after writing the state and before offering: the caller sees an error
+\* and submits again.
+ClientCrash(k) ==
+    /\ CanFault(ClientCrashFault)
+    /\ client[k] = "offer"
+    /\ client' = [client EXCEPT ![k] = "idle"]
+    /\ faults' = faults + 1
+    /\ UNCHANGED <<storeVars, externalVars, submits, workerVars, staleWrite, firstTerminal>>
+
+-----------------------------------------------------------------------------
+WorkerStep(w) ==
+    \/ \E k \in Commands : ReceiveNew(w, k) \/ Reclaim(w, k)
+    \/ GuardTake(w) \/ GuardRenew(w) \/ PutCheck(w)
+    \/ \E s \in Statuses : PutIfOwner(w, s)
+    \/ ExternalCall(w) \/ GuardRelease(w) \/ Ack(w)
+    \/ Crash(w) \/ Pause(w) \/ Resume(w)
+
+Next ==
+    \/ \E k \in Commands :
+          SubmitState(k) \/ Offer(k) \/ Cancel(k) \/ GuardExpire(k) \/ ClientCrash(k)
+    \/ \E w \in Workers : WorkerStep(w)
+
+\* Fairness: a client retries until its submit went through (not its duplicates); workers
+\* keep taking their steps; a guard whose holder is gone expires in the end.
+Fairness ==
+    /\ \A k \in Commands :
+        /\ WF_vars(client[k] = "idle" /\ SubmitState(k))
+        /\ WF_vars(Offer(k))
+        /\ WF_vars(GuardExpire(k))
+    /\ \A w \in Workers :
+        /\ WF_vars(\E k \in Commands : ReceiveNew(w, k))
+        /\ WF_vars(\E k \in Commands : Reclaim(w, k))
+        /\ WF_vars(GuardTake(w) \/ GuardRenew(w) \/ PutCheck(w))
+        /\ WF_vars(\E s \in Statuses : PutIfOwner(w, s))
+        /\ WF_vars(ExternalCall(w) \/ GuardRelease(w) \/ Ack(w))
+        /\ WF_vars(Resume(w))
+
+Spec == Init /\ [][Next]_vars /\ Fairness
+
+-----------------------------------------------------------------------------
+(* Properties.                                                              *)
+
+\* A stale attempt (whose guard expired or passed to another) never writes the state.
+NoStaleWrite == ~staleWrite
+
+\* A command reaches at most one terminal status, and it never changes.
+TerminalIsStable ==
+    \A k \in Commands : firstTerminal[k] /= "NONE" => status[k] = firstTerminal[k]
+
+\* The external side effect happens at most once per command.
+ExternalOnce == \A k \in Commands : extExec[k] <= 1
+
+\* Every submitted command finishes and its messages are acked.
+EveryCommandDone ==
+    \A k \in Commands : status[k] /= "NONE" ~> (status[k] \in Terminal /\ msgs[k] = 0)
+
+=============================================================================
