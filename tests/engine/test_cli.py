@@ -93,3 +93,15 @@ def test_200_workflows_on_mariadb(capsys, tmp_path: Path, mysql_url: str, key_pr
         b = open_backend(mysql_url, prefix, create=False)
         b.drop_schema()
         b.close()
+
+
+def test_with_the_fix_off_the_processes_overlap_runs(capsys, tmp_path: Path) -> None:
+    # In-memory signals during long handlers: the seed's bug, in production mode.
+    code, out, _ = run_cli(
+        capsys, "--workflows", "16", "--store", f"sqlite:///{tmp_path}/e.db", "--lease-ms", "600",
+        "--spread-ms", "300", "--long-fraction", "1.0", "--deadline", "60",
+        "--gate-off", "HONOUR_CHECK", "--gate-off", "FORCE_SIGNAL_WORKFLOW_EXEC_IN_SCHEDULER",
+    )
+    assert code == 1
+    overlaps = int(out.split("overlapping runs seen: ")[1].split()[0])
+    assert overlaps > 0
