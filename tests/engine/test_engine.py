@@ -6,7 +6,7 @@ import pytest
 
 from impl.engine.backend import Backend, MemoryBackend
 from impl.engine.effects import Sleep, drive
-from impl.engine.errors import ResultTimeout, UnknownWorkflow
+from impl.engine.errors import ResultTimeout, ResultUnavailable, UnknownWorkflow
 from impl.engine.model import FAILED, Gates, Settings, TaskKey
 from impl.engine.node import WorkflowFailed
 from impl.engine.queue import QueuedTask
@@ -169,3 +169,20 @@ def test_without_the_bump_the_rerun_signal_is_lost_and_the_workflow_stranded() -
     assert sim.backend.read_instance("wf").status == "RUNNING"
     assert ("n1", "remove", "removed") in ops(sim.backend)  # the holder removed the row anyway
     assert sim.backend.due_tasks(10**12, 10) == []  # nothing will ever drive it
+
+
+def test_without_in_memory_execution_a_start_writes_the_row_and_a_fetch_runs_it(backend: Backend) -> None:
+    from impl.engine.store import Store
+    from impl.engine.node import Node
+    from impl.clock import VirtualClock
+
+    clock = VirtualClock(0)
+    node = Node("n1", Store(backend, lease_ms=LEASE), clock,
+                settings=Settings(lease_ms=LEASE, in_memory_execution=False))
+    h = drive(node.start("wf", "approval", {"approved": True}))
+    assert ops(backend) == [("n1", "create_instance", "created"), ("n1", "schedule", "inserted")]
+    assert isinstance(h.future.exception(), ResultUnavailable) and len(node.queue) == 0
+    assert drive(node.fetch_once()) == 1
+    drive(node.run(node.take()))
+    assert drive(node.result(h)) == {"approved": True}
+    assert [o[1] for o in ops(backend)][2:] == ["fetch", "run_start", "run_end", "remove"]
