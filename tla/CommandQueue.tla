@@ -32,7 +32,8 @@ CONSTANTS
     Workers,     \* processes that handle deliveries, one attempt at a time each
     Commands,    \* command ids
     NoOne,       \* a model value: no guard owner, no command
-    MaxSubmits,  \* submit calls per command (first, retries after a failure, duplicates)
+    MaxSubmits,  \* successful submit calls per command (the first and its duplicates);
+                 \* a retry after a failed submit comes on top (each failure is a fault)
     MaxFaults    \* faults in all (worker crash, worker pause, client failure)
 
 \* Gates: TRUE is the seed's design.
@@ -64,8 +65,8 @@ PCs == {"idle", "take", "submit", "call", "process", "finish", "release", "ack"}
 VARIABLES
     status,   \* [Commands -> Statuses]: cmd:<id> ("NONE": no record)
     guard,    \* [Commands -> Workers \cup {NoOne}]: cmd-attempt:<id>
-    fresh,    \* [Commands -> 0..MaxSubmits]: messages never delivered
-    msgs      \* [Commands -> 0..MaxSubmits]: messages not yet acked (fresh included)
+    fresh,    \* [Commands -> Nat]: messages never delivered
+    msgs      \* [Commands -> Nat]: messages not yet acked (fresh included)
 storeVars == <<status, guard, fresh, msgs>>
 
 (* The external system, keyed by command id.                                *)
@@ -77,7 +78,7 @@ externalVars == <<extCalls, extExec>>
 (* The client that submits each command.                                    *)
 VARIABLES
     client,   \* [Commands -> {"idle", "offer", "done"}]
-    submits   \* [Commands -> 0..MaxSubmits]
+    submits   \* [Commands -> Nat]: submit calls made
 clientVars == <<client, submits>>
 
 (* The workers.                                                              *)
@@ -101,13 +102,13 @@ vars == <<storeVars, externalVars, clientVars, workerVars, historyVars>>
 TypeOK ==
     /\ status \in [Commands -> Statuses]
     /\ guard \in [Commands -> Workers \cup {NoOne}]
-    /\ fresh \in [Commands -> 0..MaxSubmits]
-    /\ msgs \in [Commands -> 0..MaxSubmits]
+    /\ fresh \in [Commands -> 0..(MaxSubmits + MaxFaults)]
+    /\ msgs \in [Commands -> 0..(MaxSubmits + MaxFaults)]
     /\ \A k \in Commands : fresh[k] <= msgs[k]
     /\ extCalls \in [Commands -> Nat]
     /\ extExec \in [Commands -> Nat]
     /\ client \in [Commands -> {"idle", "offer", "done"}]
-    /\ submits \in [Commands -> 0..MaxSubmits]
+    /\ submits \in [Commands -> 0..(MaxSubmits + MaxFaults)]
     /\ wmode \in [Workers -> {"running", "paused", "crashed"}]
     /\ cmdOf \in [Workers -> Commands \cup {NoOne}]
     /\ pc \in [Workers -> PCs]
@@ -177,8 +178,8 @@ Init ==
 \* which repairs a submit that failed between its two steps; the old submit offered only
 \* when it created the state.
 SubmitState(k) ==
-    /\ client[k] \in {"idle", "done"}
-    /\ submits[k] < MaxSubmits
+    /\ \/ client[k] = "idle"                               \* the first call, or a retry
+       \/ client[k] = "done" /\ submits[k] < MaxSubmits     \* a duplicate
     /\ submits' = [submits EXCEPT ![k] = @ + 1]
     /\ IF status[k] = "NONE"
          THEN /\ status' = [status EXCEPT ![k] = "PENDING"]                   \* created
