@@ -35,6 +35,7 @@ def _add_sim(sub: Any) -> None:
     p.add_argument("--crashes", type=int, default=1, help="nodes that may crash per run")
     p.add_argument("--faults", type=int, default=2, help="ack failures / executor rejections per run")
     p.add_argument("--lags", type=int, default=2, help="heartbeat lags past the VT per run")
+    p.add_argument("--closes", type=int, default=1, help="nodes that may close during a run")
     p.add_argument("--trace-dir", type=Path, default=Path("traces/recorded"))
     p.add_argument("--gate-off", action="append", default=[], metavar="GATE")
     p.set_defaults(func=_sim)
@@ -46,7 +47,7 @@ def _sim(args: argparse.Namespace) -> int:
     from impl.workqueue.sim import SimConfig, seeded
 
     logging.getLogger("impl.workqueue").setLevel(logging.ERROR)  # past-max-processing warnings are expected
-    config = SimConfig(system=args.system, messages=args.messages, crashes=args.crashes, faults=args.faults, lags=args.lags,
+    config = SimConfig(system=args.system, messages=args.messages, crashes=args.crashes, faults=args.faults, lags=args.lags, closes=args.closes,
                        gates=Gates().off(*args.gate_off))
     tag = "-".join(["sim", args.system, *[f"no_{g}" for g in args.gate_off]])
     bad = 0

@@ -49,6 +49,7 @@ class SimConfig:
     crashes: int = 0               # nodes that may crash (at most this many)
     faults: int = 0                # injected ack failures and executor rejections (at most)
     lags: int = 0                  # heartbeat lags / pauses past the VT (at most)
+    closes: int = 0                # nodes that may close (stop polling, finish their handlers)
     settings: Settings = SIM_SETTINGS
     gates: Gates = field(default_factory=Gates)
     max_steps: int = 600
@@ -97,6 +98,7 @@ class Simulation:
         self.faults_used = 0
         self.lags_used = 0
         self.lagging: set[str] = set()
+        self.closing: set[str] = set()
         # Invocations whose lease lapsed under a lagging heartbeat: they no longer hold it, so a
         # peer's call on the same entry is the known limit of leases, not an overlap (the
         # spec's `Holds`). Identified by id() of the invocation.
@@ -141,8 +143,13 @@ class Simulation:
 
     def _tick_room(self) -> int:
         hb = self.config.settings.heartbeat_interval_ms
-        deadlines = [self.last_hb[n] + hb for n in self._live() if n not in self.lagging]
+        deadlines = [self.last_hb[n] + hb for n in self._live() if n not in self.lagging and self._heartbeats(n)]
         return (min(deadlines) - self.clock.now_ms()) if deadlines else max(self.config.ticks)
+
+    def _heartbeats(self, n: str) -> bool:
+        # A closing node keeps renewing its running handlers until they return, unless the
+        # `close_waits_for_handlers` gate is off (the old close stopped the heartbeat at once).
+        return n not in self.closing or self.config.gates.close_waits_for_handlers
 
     def _lag_over(self, n: str) -> bool:
         # A lagging heartbeat stays away until its entries could have been reclaimed.
@@ -154,10 +161,11 @@ class Simulation:
         if self.plan:
             acts.append(("produce",))
         for n in self._live():
-            acts.append(("poll", n))
+            if n not in self.closing:
+                acts.append(("poll", n))
             for i in range(len(self.running[n])):
                 acts.append(("step", n, i))
-            if n not in self.lagging or self._lag_over(n):
+            if (n not in self.lagging or self._lag_over(n)) and self._heartbeats(n):
                 acts.append(("heartbeat", n))
         if self._tick_room() > 0:
             acts.append(("tick",))
@@ -167,6 +175,9 @@ class Simulation:
             for n in self._live():
                 acts.append(("ack_fault", n))   # n's next ack aborts
                 acts.append(("reject", n))      # n polls, and its executor rejects the entry
+        open_nodes = [n for n in self._live() if n not in self.closing]
+        if len(self.closing) < self.config.closes and len(open_nodes) > 1:
+            acts.append(("close", open_nodes[-1]))
         if self.lags_used < self.config.lags:
             for n in self._live():
                 if n not in self.lagging and self.running[n]:
@@ -264,6 +275,8 @@ class Simulation:
             self._crash(act[1])
         elif kind == "reject":
             self._poll(act[1], reject=True)
+        elif kind == "close":
+            self.closing.add(act[1])
         elif kind == "lag":
             self.lags_used += 1
             self.lagging.add(act[1])
@@ -322,6 +335,8 @@ class Simulation:
             feats.append("faults")
         if self.lags_used:
             feats.append("heartbeat_lag")
+        if self.closing:
+            feats.append("close")
         if cfg.system == "command" and cfg.cancels:
             feats.append("cancellation")
         return recording.export(path, self.queue, system=cfg.system, settings=cfg.settings, gates=cfg.gates,

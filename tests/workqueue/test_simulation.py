@@ -23,7 +23,7 @@ SYSTEMS = ["workqueue", "command"]
 
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_ten_seeds_replay_byte_identical_traces(system: str, tmp_path: Path) -> None:
-    config = SimConfig(system=system, crashes=1, faults=2, lags=2)
+    config = SimConfig(system=system, crashes=1, faults=2, lags=2, closes=1)
     for seed in range(10):
         texts = []
         for attempt in range(2):
@@ -47,7 +47,7 @@ def test_seeded_runs_keep_the_invariants(system: str, seeds: range) -> None:
     """Random interleavings with a crash: no overlapping invocation, no terminal state changed,
     every message acked."""
     for seed in seeds:
-        sim = seeded(SimConfig(system=system, crashes=1, faults=2, lags=2, handler_steps=8), seed)
+        sim = seeded(SimConfig(system=system, crashes=1, faults=2, lags=2, closes=1, handler_steps=8), seed)
         out = sim.run()
         assert analysis.order_problems(sim.events, sim.dead) == [], seed
         assert out["duplicate_invocations"] == 0, (seed, out)
@@ -63,7 +63,7 @@ def _chooser(data: st.DataObject):  # type: ignore[no-untyped-def]
 @given(data=st.data(), system=st.sampled_from(SYSTEMS), seed=st.integers(0, 2**16))
 def test_hypothesis_interleavings_never_overlap(data: st.DataObject, system: str, seed: int) -> None:
     """Hypothesis picks every step (which node, which action, how far the clock moves)."""
-    sim = Simulation(SimConfig(system=system, crashes=1, faults=2, lags=2, handler_steps=8, max_steps=250),
+    sim = Simulation(SimConfig(system=system, crashes=1, faults=2, lags=2, closes=1, handler_steps=8, max_steps=250),
                      _chooser(data), random.Random(seed))
     out = sim.run()
     assert out["duplicate_invocations"] == 0, out
@@ -73,12 +73,14 @@ def test_hypothesis_interleavings_never_overlap(data: st.DataObject, system: str
 @pytest.mark.parametrize("system,gate,metric", [
     ("workqueue", "renew_past_max_processing", "duplicate_invocations"),
     ("workqueue", "heartbeat", "duplicate_invocations"),
+    ("workqueue", "close_waits_for_handlers", "duplicate_invocations"),
     ("command", "attempt_guard", "terminal_changes"),
     ("command", "cancel_takes_guard", "terminal_changes"),
 ])
 def test_a_guard_off_is_caught_by_the_simulation(system: str, gate: str, metric: str) -> None:
     """With one guard off, some of the first 60 seeds shows the violation the guard prevents."""
-    config = SimConfig(system=system, handler_steps=12, gates=Gates().off(gate))
+    config = SimConfig(system=system, handler_steps=12, closes=1 if gate.startswith("close") else 0,
+                       gates=Gates().off(gate))
     caught = next((s for s in range(60) if seeded(config, s).run()[metric] > 0), None)
     assert caught is not None, f"no seed violated {metric} with {gate} off"
 

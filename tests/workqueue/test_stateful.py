@@ -29,7 +29,7 @@ class _SimMachine(RuleBasedStateMachine):
 
     @initialize(seed=st.integers(0, 2**16))
     def setup(self, seed: int) -> None:
-        config = SimConfig(system=self.system, crashes=1, faults=2, lags=2, handler_steps=self.handler_steps,
+        config = SimConfig(system=self.system, crashes=1, faults=2, lags=2, closes=1, handler_steps=self.handler_steps,
                            max_steps=10_000, gates=self.gates)
         self.sim = Simulation(config, lambda n: 0, random.Random(seed))
         self._session = self.sim.session()
