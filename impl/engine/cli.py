@@ -17,6 +17,7 @@ def register(subparsers: Any) -> None:
     sub = engine.add_subparsers(dest="engine_command", metavar="SUBCOMMAND")
     sub.required = True
     _add_run(sub)
+    _add_mutants(sub)
 
 
 def _add_run(sub: Any) -> None:
@@ -80,3 +81,31 @@ def _run(args: argparse.Namespace) -> int:
         for line in summary.lines():
             print(line)
     return 0 if summary.ok else 1
+
+
+def _add_mutants(sub: Any) -> None:
+    p = sub.add_parser(
+        "mutants",
+        help="write the traces of broken engines (the mutant catalogue) for a checker to reject",
+        description=(
+            "Simulate each engine mutant (one broken decision or gate) under --seeds seeds and "
+            "write its traces to TRACE_DIR/<mutant>/. Prints what each mutant did: overlapping "
+            "runs and stranded workflows seen by the engine itself."
+        ),
+    )
+    p.add_argument("--trace-dir", type=Path, required=True, help="where to write the traces")
+    p.add_argument("--seeds", type=int, default=3, help="seeds per mutant (default 3)")
+    p.add_argument("--workflows", type=int, default=8, help="workflows per seed (default 8)")
+    p.add_argument("--only", action="append", default=[], metavar="MUTANT", help="record only these (repeatable)")
+    p.set_defaults(func=_mutants)
+
+
+def _mutants(args: argparse.Namespace) -> int:
+    from impl.engine.mutants import MUTANTS, by_name, record
+
+    chosen = [by_name(n) for n in args.only] if args.only else list(MUTANTS)
+    print(f"{'mutant':26} {'traces':>6} {'overlaps':>8} {'stranded':>8}  breaks")
+    for m in chosen:
+        result, paths = record(m, args.trace_dir, range(args.seeds), args.workflows)
+        print(f"{m.name:26} {len(paths):>6} {result.overlaps:>8} {result.stranded:>8}  {m.breaks}")
+    return 0

@@ -100,6 +100,11 @@ def classify_failed_remove(row: Task | None, held_run_after: int) -> str:
     return "lost"
 
 
+def remove_guard(row: Task | None, held_version: int) -> int:
+    """The version a finishing `DELETE ... WHERE version = v` is guarded by: the one held."""
+    return held_version
+
+
 def is_rerun_signal(row: Task | None, held: Task) -> bool:
     """Whether a row that no longer has our version still carries our lease (a recorded rerun)."""
     return classify_failed_remove(row, held.run_after) == "rerun"

@@ -66,11 +66,16 @@ class Simulation:
         workflows: Registry = DEFAULT_REGISTRY,
         fetch_loops: bool = True,
         start_ms: int = 0,
+        decisions: Any = None,
     ) -> None:
         self.gates = gates or Gates()
         self.settings = settings or Settings()
         self.backend = backend or MemoryBackend()
-        self.store = Store(self.backend, lease_ms=self.settings.lease_ms, bump=self.gates.bump_task_version_on_honored_lease)
+        bump = self.gates.bump_task_version_on_honored_lease
+        if decisions is None:
+            self.store = Store(self.backend, lease_ms=self.settings.lease_ms, bump=bump)
+        else:
+            self.store = Store(self.backend, lease_ms=self.settings.lease_ms, bump=bump, decisions=decisions)
         self.clock = VirtualClock(start_ms)
         self.rng = random.Random(seed)
         self.monitor = RunMonitor()

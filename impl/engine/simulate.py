@@ -9,6 +9,7 @@ byte for byte.
 from __future__ import annotations
 
 import random
+from typing import Any
 from dataclasses import dataclass, field
 
 from impl.engine.backend import Backend, MemoryBackend
@@ -60,10 +61,13 @@ def simulate(
     long_fraction: float = 0.3,
     waiting_fraction: float = 0.5,
     max_steps: int = 200_000,
+    decisions: Any = None,
 ) -> SimRun:
     """Run `workflows` approvals on `nodes` under `seed`; see the module docstring."""
     settings = settings or Settings()
-    sim = Simulation(backend or MemoryBackend(), nodes=nodes, seed=seed, gates=gates, settings=settings)
+    sim = Simulation(
+        backend or MemoryBackend(), nodes=nodes, seed=seed, gates=gates, settings=settings, decisions=decisions
+    )
     items = plan(workflows, list(nodes), seed=seed, lease_ms=settings.lease_ms, spread_ms=2 * settings.lease_ms, long_fraction=long_fraction,
                  waiting_fraction=waiting_fraction)
     fault_rng = random.Random(seed ^ 0x5EED)

@@ -70,10 +70,12 @@ class Store:
     `lease_ms` and the bump gate are fixed per store, as they are per engine.
     """
 
-    def __init__(self, backend: Backend, *, lease_ms: int, bump: bool = True) -> None:
+    def __init__(self, backend: Backend, *, lease_ms: int, bump: bool = True, decisions: Any = decide) -> None:
         self.backend = backend
         self.lease_ms = lease_ms
         self.bump = bump
+        # The pure decisions, as a namespace: `mutants.py` swaps one for a broken one.
+        self.decide = decisions
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -114,7 +116,8 @@ class Store:
 
     @staticmethod
     def _must(changed: int, what: str) -> None:
-        # Under the workflow lock a guarded write cannot miss; if it does, the lock is broken.
+        # Writes are guarded by the version read under the workflow lock (the decision has
+        # compared it with the version the caller holds), so a miss means the lock is broken.
         if changed != 1:
             raise EngineBug(f"{what} changed {changed} rows while holding the workflow lock")
 
@@ -155,7 +158,7 @@ class Store:
             inst = tx.read_instance(wf)
             if inst is None:
                 raise _NoCommit(("missing", None))
-            outcome = decide.decide_update_instance(inst, expected_version)
+            outcome = self.decide.decide_update_instance(inst, expected_version)
             if outcome == "updated":
                 inst = inst.with_(state=state, version=inst.version + 1)
                 self._must(tx.update_instance(inst, expected_version), "update_instance")
@@ -186,7 +189,7 @@ class Store:
             n = tx.lock_workflow(wf)
             t = _at(now)
             row = tx.read_task(request.key)
-            d = decide.decide_schedule(row, request, t, self.lease_ms, bump=self.bump)
+            d = self.decide.decide_schedule(row, request, t, self.lease_ms, bump=self.bump)
             if d.outcome == "inserted":
                 assert d.write is not None
                 tx.insert_task(d.write)
@@ -198,7 +201,7 @@ class Store:
             args: dict[str, Any] = {"run_after": request.run_after, "honour_leases": request.honour_leases}
             queued = False
             if in_memory:
-                queued = decide.decide_queue_copy(d.outcome, honour_check=honour_check)
+                queued = self.decide.decide_queue_copy(d.outcome, honour_check=honour_check)
                 args["queued"] = queued
             op = "schedule_in_memory" if in_memory else "schedule"
             self._record(tx, wf, n, node, t, op, args, d.outcome)
@@ -214,10 +217,10 @@ class Store:
             n = tx.lock_workflow(wf)
             t = _at(now)
             row = tx.read_task(seen.key)
-            leased = decide.decide_fetch(row, seen.version, t, self.lease_ms)
+            leased = self.decide.decide_fetch(row, seen.version, t, self.lease_ms)
             if leased is None:
                 raise _NoCommit(None)
-            self._must(tx.update_task(leased, seen.version), "fetch")
+            self._must(tx.update_task(leased, row.version), "fetch")  # type: ignore[union-attr]
             self._record(tx, wf, n, node, t, "fetch", {"task_version": seen.version}, "leased")
             return leased
 
@@ -238,9 +241,9 @@ class Store:
             n = tx.lock_workflow(wf)
             t = _at(now)
             row = tx.read_task(key)
-            new = decide.decide_renew(row, version, t, self.lease_ms)
+            new = self.decide.decide_renew(row, version, t, self.lease_ms)
             if new is not None:
-                self._must(tx.update_task(new, version), "renew")
+                self._must(tx.update_task(new, row.version), "renew")  # type: ignore[union-attr]
                 outcome, after = "renewed", new
             else:
                 outcome, after = "conflict", row
@@ -258,11 +261,11 @@ class Store:
         def body(tx: Txn) -> tuple[str, Task | None]:
             n = tx.lock_workflow(wf)
             t = _at(now)
-            if tx.delete_task(key, version) == 1:
+            if tx.delete_task(key, self.decide.remove_guard(tx.read_task(key), version)) == 1:
                 outcome, row = "removed", None
             else:
                 row = tx.read_task(key)
-                outcome = decide.classify_failed_remove(row, held_run_after)
+                outcome = self.decide.classify_failed_remove(row, held_run_after)
             self._record(tx, wf, n, node, t, "remove", {"task_version": version}, outcome)
             return outcome, row
 
@@ -278,9 +281,9 @@ class Store:
             n = tx.lock_workflow(wf)
             t = _at(now)
             row = tx.read_task(key)
-            new = decide.decide_retry(row, version, run_after)
+            new = self.decide.decide_retry(row, version, run_after)
             if new is not None:
-                self._must(tx.update_task(new, version), "reschedule_retry")
+                self._must(tx.update_task(new, row.version), "reschedule_retry")  # type: ignore[union-attr]
                 outcome, after = "rescheduled", new
             else:
                 outcome, after = "conflict", row
@@ -298,9 +301,9 @@ class Store:
             n = tx.lock_workflow(wf)
             t = _at(now)
             row = tx.read_task(key)
-            new = decide.decide_mark_failed(row, version)
+            new = self.decide.decide_mark_failed(row, version)
             if new is not None:
-                self._must(tx.update_task(new, version), "mark_failed")
+                self._must(tx.update_task(new, row.version), "mark_failed")  # type: ignore[union-attr]
                 inst = tx.read_instance(wf)
                 if inst is not None and not inst.terminal:
                     failed = inst.with_(status=FAILED, version=inst.version + 1)
