@@ -3,6 +3,7 @@ engine's own monitors. The traces are for a checker to reject (the lead's `trace
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -13,6 +14,11 @@ from impl.engine.mutants import MUTANTS, by_name, record, run_mutant
 from impl.engine.schema import trace_line_schema
 
 SEEDS = range(5)
+
+
+@functools.cache
+def mutant_run(name: str):
+    return run_mutant(by_name(name), SEEDS)
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +32,7 @@ def test_the_correct_engine_shows_nothing(good) -> None:
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
 def test_every_mutant_changes_its_traces(good, mutant) -> None:
-    assert run_mutant(mutant, SEEDS).traces != good.traces
+    assert mutant_run(mutant.name).traces != good.traces
 
 
 @pytest.mark.parametrize(
@@ -41,12 +47,12 @@ def test_every_mutant_changes_its_traces(good, mutant) -> None:
     ],
 )
 def test_what_the_engine_itself_sees(name: str, overlaps: bool, stranded: bool) -> None:
-    run = run_mutant(by_name(name), SEEDS)
+    run = mutant_run(name)
     assert (run.overlaps > 0, run.stranded > 0) == (overlaps, stranded)
 
 
 def test_rerun_as_lost_shows_only_in_the_remove_outcomes(good) -> None:
-    run = run_mutant(by_name("rerun_as_lost"), SEEDS)
+    run = mutant_run("rerun_as_lost")
     outcomes = lambda r: [json.loads(x)["outcome"] for t in r.traces.values() for x in t.splitlines()[1:-1]  # noqa: E731
                           if json.loads(x)["op"] == "remove"]
     assert "rerun" in outcomes(good) and "rerun" not in outcomes(run)
