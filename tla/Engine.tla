@@ -26,7 +26,13 @@
 (* lapse under it.  A queued copy is taken, and a running handler renews   *)
 (* or finishes, before its lease ends: Tick is disabled while it would     *)
 (* lapse a lease that a node still holds.  EarlyExpiry (a queued item) and *)
-(* OutliveLease (a running handler) detach a holder from this promise.     *)
+(* OutliveLease (a running handler) detach a holder from this promise, and *)
+(* so does a renewal that finds its lease taken: the run goes on unleased. *)
+(*                                                                         *)
+(* Seed paths to the double run, all reachable with HonourCheck off: an    *)
+(* in-process start of a running workflow (inmem_overlap_unguarded), an    *)
+(* in-process signal during a run, and a stalled start recovered by        *)
+(* another start (start_race_unguarded, start_race_after_lease_unguarded). *)
 (***************************************************************************)
 EXTENDS Naturals, FiniteSets
 
@@ -41,7 +47,7 @@ CONSTANTS
     MaxRenewals,      \* renewals per run (0: AUTOMATIC_LEASE_RENEWAL off)
     MaxClock          \* the clock's window (see the header)
 
-\* Gates (all default on in the engine), impl/engine/gates.py
+\* Gates (all default on in the engine): impl/engine/model.py Gates; names in tla/README.md
 CONSTANTS
     HonourCheck,            \* the seed's fix: no in-memory copy on an honoured lease
     BumpOnHonoredLease,     \* BUMP_TASK_VERSION_ON_HONORED_LEASE
