@@ -296,14 +296,19 @@ Ack(w) ==
     /\ EndAttempt(w)
     /\ UNCHANGED <<status, guard, fresh, externalVars, clientVars, wmode, historyVars>>
 
-\* cancel: take the guard, write CANCELLED, release, in one step; refused (busy) while an
-\* attempt holds the guard, a no-op (terminal) once the command is finished.
+\* cancel: take the guard, write CANCELLED, release, in one step (cancelled); refused while
+\* an attempt holds the guard (busy); a no-op once the command is finished (terminal). The
+\* last two change nothing: they are here so that a trace spec can match their lines.
 Cancel(k) ==
     /\ CancelOn
-    /\ status[k] \notin {"NONE"} \cup Terminal
-    /\ guard[k] = NoOne
-    /\ status' = [status EXCEPT ![k] = "CANCELLED"]
-    /\ firstTerminal' = [firstTerminal EXCEPT ![k] = IF @ = "NONE" THEN "CANCELLED" ELSE @]
+    /\ status[k] /= "NONE"
+    /\ \/ /\ status[k] \notin Terminal /\ guard[k] = NoOne                    \* cancelled
+          /\ status' = [status EXCEPT ![k] = "CANCELLED"]
+          /\ firstTerminal' = [firstTerminal EXCEPT ![k] = IF @ = "NONE" THEN "CANCELLED" ELSE @]
+       \/ /\ status[k] \notin Terminal /\ guard[k] /= NoOne                    \* busy
+          /\ UNCHANGED <<status, firstTerminal>>
+       \/ /\ status[k] \in Terminal                                          \* terminal
+          /\ UNCHANGED <<status, firstTerminal>>
     /\ UNCHANGED <<guard, fresh, msgs, externalVars, clientVars, workerVars, staleWrite,
                    faults>>
 
