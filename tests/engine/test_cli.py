@@ -105,3 +105,28 @@ def test_with_the_fix_off_the_processes_overlap_runs(capsys, tmp_path: Path) -> 
     assert code == 1
     overlaps = int(out.split("overlapping runs seen: ")[1].split()[0])
     assert overlaps > 0
+
+
+def test_engine_sim_writes_the_same_traces_for_the_same_seeds(capsys, tmp_path: Path) -> None:
+    for d in ("a", "b"):
+        assert main(["engine", "sim", "--seeds", "3", "--trace-dir", str(tmp_path / d)]) == 0
+    capsys.readouterr()
+    a = {p.name: p.read_bytes() for p in (tmp_path / "a").glob("*.ndjson")}
+    b = {p.name: p.read_bytes() for p in (tmp_path / "b").glob("*.ndjson")}
+    assert len(a) == 24 and a == b
+    check_traces(tmp_path / "a", 24)
+
+
+def test_engine_sim_fails_with_the_fix_off(capsys) -> None:
+    code = main(["engine", "sim", "--seeds", "3", "--gate-off", "HONOUR_CHECK",
+                 "--gate-off", "FORCE_SIGNAL_WORKFLOW_EXEC_IN_SCHEDULER"])
+    assert code == 1
+
+
+def test_engine_mutants_prints_every_mutant(capsys, tmp_path: Path) -> None:
+    assert main(["engine", "mutants", "--trace-dir", str(tmp_path), "--seeds", "1", "--workflows", "4"]) == 0
+    out = capsys.readouterr().out
+    from impl.engine.mutants import MUTANTS
+
+    assert all(m.name in out for m in MUTANTS)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(m.name for m in MUTANTS)
