@@ -105,3 +105,15 @@ def test_headers_name_the_features_the_spec_may_not_model() -> None:
         "renew_adopts_rerun" in json.loads(t.splitlines()[0]).get("features", [])
         for r in adopted for t in r.traces.values()
     )
+
+
+def test_events_match_the_engine_event_schema(runs) -> None:
+    schema = json.loads((ROOT / "traces" / "schema" / "engine-event.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    for run in runs:
+        for text in run.traces.values():
+            for line in map(json.loads, text.splitlines()[1:-1]):
+                validator.validate(line)
+    bad = {"kind": "event", "seq": 1, "node": "n1", "op": "fetch", "now": 0, "wf": "w", "args": {},
+           "outcome": "stolen", "state": {"instance": None, "task": None}}
+    assert not validator.is_valid(bad)  # the schema can refuse something
