@@ -212,6 +212,15 @@ class Settings:
     result_poll_interval_ms: int = 100
     in_memory_execution: bool = True
 
+    def __post_init__(self) -> None:
+        if not 0 < self.renew_interval_ms < self.lease_ms:
+            from impl.engine.errors import EngineError
+
+            raise EngineError(
+                f"renew_interval_ms ({self.renew_interval_ms}) must be above 0 and below lease_ms "
+                f"({self.lease_ms}): a handler renews when its lease would lapse within that interval"
+            )
+
     def header(self) -> dict[str, Any]:
         """The settings as a trace header's `settings` object."""
         return {

@@ -73,7 +73,7 @@ class Node:
         self.store = store
         self.clock = clock
         self.gates = gates or Gates()
-        self.settings = settings or Settings(lease_ms=store.lease_ms)
+        self.settings = settings or Settings(lease_ms=store.lease_ms, renew_interval_ms=max(store.lease_ms // 3, 1))
         self.workflows = workflows
         self.monitor = monitor or RunMonitor()
         self.scheduler = Scheduler(store, name, clock)

@@ -56,7 +56,8 @@ class RunConfig:
         """Engine settings scaled to the lease."""
         return Settings(
             lease_ms=self.lease_ms,
-            renew_interval_ms=max(self.lease_ms // 3, 1),
+            # Renew half a lease before it lapses: that half is the slack for a slow commit.
+            renew_interval_ms=max(self.lease_ms // 2, 1),
             poll_interval_ms=max(min(self.lease_ms // 10, 100), 5),
             result_poll_interval_ms=max(self.lease_ms, 10),
         )

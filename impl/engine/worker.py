@@ -88,32 +88,37 @@ def _handler(node: Node, inst: Any, held: Task) -> tuple[Step | None, int]:
 
 
 def _work(node: Node, held: Task, duration: int) -> Fiber[tuple[Task, bool]]:
-    """Spend the handler's `duration`, renewing the lease every `renew_interval_ms`."""
-    s, g = node.settings, node.gates
+    """Spend the handler's `duration`, renewing the lease whenever it would lapse within
+    `renew_interval_ms` (as `Renew` in tla/Engine.tla: when the lease would lapse at the next
+    tick, a tick being the renew interval)."""
+    s, now = node.settings, node.clock.now_ms
     rerun_owed = False
-    remaining = duration
-    while remaining > 0:
-        chunk = min(remaining, s.renew_interval_ms) if g.automatic_lease_renewal else remaining
-        yield Sleep(chunk)
-        remaining -= chunk
-        if remaining > 0 and g.automatic_lease_renewal:
-            held, owed = yield from _renew(node, held)
-            rerun_owed = rerun_owed or owed
+    renewing = node.gates.automatic_lease_renewal
+    end = now() + duration
+    while now() < end:
+        wake = min(end, held.run_after - s.renew_interval_ms) if renewing else end
+        if wake > now():
+            yield Sleep(wake - now())
+            continue
+        held, owed, renewing = yield from _renew(node, held)
+        rerun_owed = rerun_owed or owed
     return held, rerun_owed
 
 
-def _renew(node: Node, held: Task) -> Fiber[tuple[Task, bool]]:
+def _renew(node: Node, held: Task) -> Fiber[tuple[Task, bool, bool]]:
+    """One renewal: the row now held, whether a rerun is owed, whether to keep renewing."""
     store, now = node.store, node.clock.now_ms
     outcome, row = yield Call(lambda: store.renew(node.name, now, held.key, held.version), "renew")
     if outcome == "renewed" and row is not None:
-        return row, False
+        return row, False, True
     if node.gates.renew_adopts_rerun and row is not None and decide.is_rerun_signal(row, held):
-        v = row.version
-        outcome, again = yield Call(lambda: store.renew(node.name, now, held.key, v), "renew")
+        # A rerun was recorded on our lease: adopt the row's version, and renew at it.
+        adopted = row
+        outcome, again = yield Call(lambda: store.renew(node.name, now, held.key, adopted.version), "renew")
         if outcome == "renewed" and again is not None:
-            return again, True
-        return held, False  # lost it after all: our remove will say so
-    return held, False  # lease lost: the run goes on, and its remove will find out
+            return again, True, True
+        return adopted, True, False
+    return held, False, False  # the lease is not ours: stop renewing; the remove will say so
 
 
 def _retry_or_fail(node: Node, held: Task) -> Fiber[None]:
