@@ -40,6 +40,8 @@ CONSTANTS
 CONSTANTS
     AtomicPutIfOwner,    \* owner check and state write in one script (else two steps)
     RepairOnResubmit,    \* submit offers a message even when the state already exists
+    TerminalCheck,       \* a delivery that reads a terminal status (or none) only acks
+    CancelTakesGuard,    \* cancel is refused while an attempt holds the guard
     ExternalIdempotent,  \* the remote honours the idempotency key (a cooperative remote)
     CancelOn             \* the client may cancel
 
@@ -52,7 +54,8 @@ CONSTANTS
 ASSUME /\ MaxSubmits \in Nat \ {0}
        /\ MaxFaults \in Nat
        /\ NoOne \notin Workers \cup Commands
-       /\ \A g \in {AtomicPutIfOwner, RepairOnResubmit, ExternalIdempotent, CancelOn,
+       /\ \A g \in {AtomicPutIfOwner, RepairOnResubmit, TerminalCheck, CancelTakesGuard,
+                    ExternalIdempotent, CancelOn,
                     CrashFault, PauseFault, ClientCrashFault} : g \in BOOLEAN
 
 Terminal == {"SUCCEEDED", "FAILED", "CANCELLED"}
@@ -122,13 +125,15 @@ TypeOK ==
 CanFault(gate) == gate /\ faults < MaxFaults
 Running(w) == wmode[w] = "running"
 
-\* What an attempt does after taking the guard, from the status it reads then.
+\* What an attempt does after taking the guard, from the status it reads then. Without the
+\* terminal check a finished command is asked for its result again and written again (the
+\* reference's `else` branch), and a missing record is submitted afresh.
 NextPC(s) ==
     CASE s = "PENDING"    -> "submit"
       [] s = "SUBMITTING" -> "call"      \* an interrupted submission: call again, same key
       [] s = "PROCESSING" -> "finish"
-      [] s \in Terminal   -> "release"   \* nothing to do: release, then ack the message
-      [] OTHER            -> "release"   \* no record (expired): give up the message
+      [] s \in Terminal   -> IF TerminalCheck THEN "release" ELSE "finish"
+      [] OTHER            -> IF TerminalCheck THEN "release" ELSE "submit"
 
 \* The status an attempt writes at each program counter (finish: either outcome).
 Targets(p) ==
@@ -302,10 +307,11 @@ Ack(w) ==
 Cancel(k) ==
     /\ CancelOn
     /\ status[k] /= "NONE"
-    /\ \/ /\ status[k] \notin Terminal /\ guard[k] = NoOne                    \* cancelled
+    /\ \/ /\ status[k] \notin Terminal                                       \* cancelled
+          /\ guard[k] = NoOne \/ ~CancelTakesGuard
           /\ status' = [status EXCEPT ![k] = "CANCELLED"]
           /\ firstTerminal' = [firstTerminal EXCEPT ![k] = IF @ = "NONE" THEN "CANCELLED" ELSE @]
-       \/ /\ status[k] \notin Terminal /\ guard[k] /= NoOne                    \* busy
+       \/ /\ status[k] \notin Terminal /\ guard[k] /= NoOne /\ CancelTakesGuard  \* busy
           /\ UNCHANGED <<status, firstTerminal>>
        \/ /\ status[k] \in Terminal                                          \* terminal
           /\ UNCHANGED <<status, firstTerminal>>

@@ -42,7 +42,9 @@ CONSTANTS
     RenewOwnerCheck,          \* renewal claims only if XPENDING says we still own it
     RenewPastMaxProc,         \* the heartbeat keeps renewing past maxProcessingTime
     InvocationScopedPermits,  \* a permit is held only while one handler call runs
-    AtomicRenew               \* XPENDING and XCLAIM in one Lua script (else two steps)
+    AtomicRenew,              \* XPENDING and XCLAIM in one Lua script (else two steps)
+    HeartbeatOn,              \* active invocations are renewed every VT/3 at all
+    CloseWaitsForHandlers     \* close keeps renewing until running handlers return
 
 \* Faults: which hidden failures may happen (each costs one of MaxFaults).
 CONSTANTS
@@ -55,7 +57,7 @@ ASSUME /\ Permits \in Nat \ {0}
        /\ MaxFaults \in Nat
        /\ NoOne \notin Consumers
        /\ \A g \in {RenewOwnerCheck, RenewPastMaxProc, InvocationScopedPermits, AtomicRenew,
-                    CrashFault, PauseFault, LagFault, AckFailFault, RejectFault, CloseFault} :
+                    HeartbeatOn, CloseWaitsForHandlers, CrashFault, PauseFault, LagFault, AckFailFault, RejectFault, CloseFault} :
               g \in BOOLEAN
 
 Statuses == {"unsent", "new", "pending", "gone"}
@@ -113,8 +115,12 @@ CanFault(gate) == gate /\ faults < MaxFaults
 PermitsAfter(c, newInbox, newActive) ==
     IF InvocationScopedPermits THEN newInbox \cup newActive ELSE permits[c] \cup newInbox
 
-\* Whether the heartbeat still renews an invocation (the old design stopped at MaxProc).
-Heartbeats(c, e) == RenewPastMaxProc \/ elapsed[c][e] < MaxProc
+\* Whether the heartbeat still renews an invocation (the old design stopped at MaxProc; a
+\* close that does not wait for handlers stops it at once).
+Heartbeats(c, e) ==
+    /\ HeartbeatOn
+    /\ CloseWaitsForHandlers \/ mode[c] /= "closing"
+    /\ RenewPastMaxProc \/ elapsed[c][e] < MaxProc
 
 \* An invocation that holds its lease: it runs, its lease never lapsed unnoticed, and no
 \* renewal was refused. A stalled process cannot be stopped by any lease (only fenced
@@ -282,15 +288,16 @@ Ack(c, e) ==
     /\ UNCHANGED <<deliveries, mode, inbox, active, toRelease, lagging, stalled, lost, checked,
                    elapsed>>
 
-\* release: touch a not-done entry once (owner-checked XCLAIM 0 JUSTID), so that it comes
-\* back a whole VT later.
+\* release: touch a not-done entry once (XCLAIM 0 JUSTID, owner-checked like renewal), so
+\* that it comes back a whole VT later.
 Release(c, e) ==
     /\ Up(c) /\ e \in toRelease[c]
     /\ toRelease' = [toRelease EXCEPT ![c] = @ \ {e}]
-    /\ IF status[e] = "pending" /\ owner[e] = c
-         THEN idle' = [idle EXCEPT ![e] = 0]                         \* touched
-         ELSE UNCHANGED idle                                         \* refused
-    /\ UNCHANGED <<status, owner, deliveries, mode, inbox, active, permits, toAck, lagging,
+    /\ IF status[e] = "pending" /\ (owner[e] = c \/ ~RenewOwnerCheck)
+         THEN /\ idle' = [idle EXCEPT ![e] = 0]                     \* touched
+              /\ owner' = [owner EXCEPT ![e] = c]
+         ELSE UNCHANGED <<idle, owner>>                              \* refused
+    /\ UNCHANGED <<status, deliveries, mode, inbox, active, permits, toAck, lagging,
                    stalled, lost, checked, elapsed, faults>>
 
 -----------------------------------------------------------------------------
