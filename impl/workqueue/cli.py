@@ -55,6 +55,9 @@ def _sim(args: argparse.Namespace) -> int:
         sim = seeded(config, seed)
         out = sim.run()
         path = sim.write_trace(args.trace_dir / f"{tag}-seed{seed}.ndjson", run=f"{tag} seed {seed}")
+        if args.system == "command":  # the queue's own view of the same run
+            sim.write_trace(args.trace_dir / f"{tag}-seed{seed}-queue.ndjson", run=f"{tag} seed {seed} (queue)",
+                            view="workqueue")
         ok = out["duplicate_invocations"] == 0 and out["terminal_changes"] == 0 and out["finished"]
         bad += not ok
         print(f"{'ok  ' if ok else 'FAIL'} seed {seed}: {out['events']} events, {out['reclaims']} reclaims, "
@@ -118,7 +121,7 @@ def _print_summary(out: dict[str, Any]) -> None:
         ("external calls per command", f"min {ext.get('min')} max {ext.get('max')} mean {ext.get('mean')} (total {ext.get('total')})"),
         ("terminal states changed (must be 0)", out["terminal_changes"]),
         ("seconds / commands per second", f"{out['seconds']} / {out['commands_per_s']}"),
-        ("trace", out["trace"]),
+        ("traces", f"{out['trace']} (command), {out['queue_trace']} (queue)"),
         ("verdict", "ok" if out["ok"] else "FAILED"),
     ]
     for k, v in rows:

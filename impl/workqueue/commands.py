@@ -5,11 +5,12 @@ A command's delivery runs `CommandProcessor.steps`, a generator that yields afte
 step: the real consumer drives it to the end in one handler call, the simulation one step at a
 time, so a scheduler can interleave two deliveries between any two steps.
 
-    delivery: terminal? ack | guard_take (busy: not done)
-              PENDING -> put SUBMITTING -> external_call(key = cmd id) -> put PROCESSING | terminal
-              SUBMITTING (a crashed attempt) -> external_call again, same key
-              PROCESSING -> check the external system -> put terminal | not done
-              guard_release
+    delivery: guard_take (busy: not done) -> read the status
+              terminal -> guard_release, ack
+              PENDING -> put SUBMITTING -> external_call(key = cmd id) -> put PROCESSING
+                      -> put SUCCEEDED | FAILED -> guard_release, ack
+              SUBMITTING (a crashed attempt) -> external_call again, same key -> ...
+              PROCESSING -> ask the external system -> put terminal -> guard_release, ack
 """
 
 from __future__ import annotations
@@ -25,19 +26,20 @@ from impl.workqueue.core import Invocation
 from impl.workqueue.errors import UnknownCommand
 from impl.workqueue.store import QueueStore
 
-ANSWERS = ("succeeded", "failed", "processing")
+ANSWERS = ("succeeded", "failed")
 
 
 class CommandApp(Protocol):
     """The application's side of a command: the external system it calls."""
 
     def call(self, cmd: str, payload: str) -> str:
-        """Call the external system with idempotency key `cmd`; answer `succeeded`, `failed` or
-        `processing` (it may also raise, or take longer than the visibility timeout)."""
+        """Call the external system with idempotency key `cmd`; answer `succeeded` or `failed`
+        (it may also raise, or take longer than the visibility timeout)."""
         ...
 
     def check(self, cmd: str, payload: str) -> str:
-        """Ask the external system how command `cmd` is doing (same answers as `call`)."""
+        """Ask the external system how command `cmd` ended, for a delivery that finds it
+        PROCESSING (an attempt crashed after the call); same answers as `call`."""
         ...
 
 
@@ -119,47 +121,69 @@ class CommandProcessor:
 
     def steps(self, inv: Invocation) -> Generator[None, None, bool]:
         """One delivery of command `inv.cmd`, yielding after each store step; returns True when
-        the entry can be acked (the command is terminal, or has no record)."""
+        the entry can be acked. The steps follow `CommandQueue.tla`'s attempt:
+
+            guard_take --busy--> end (not done: the entry stays pending)
+                |taken: read the status
+                +- terminal / no record ---------------------------> release, ack
+                +- PENDING:    put SUBMITTING -> external_call -> put PROCESSING -> put terminal
+                +- SUBMITTING: (a crashed attempt) external_call, same key -> ...
+                +- PROCESSING: ask the external system -> put terminal
+                                                          -> guard_release, ack
+            a refused put, or a guard renewal that finds the guard lost, ends the attempt at
+            once: no further write, no release (the guard is someone else's), not done.
+        """
         cmd = inv.cmd
         if cmd is None:
             return True  # not a command's message: nothing to do, ack it
         now = self.clock.now_ms
-        status = self.store.status(cmd)
-        if self.gates.terminal_check and (status is None or status in TERMINAL):
-            return True  # a duplicate delivery of a finished command: only ack
         attempt = self.attempt_ids()
+        lost = [False]
         if self.gates.attempt_guard:
             if not self.store.guard_take(self.node, now(), cmd, attempt, self.settings.guard_ttl_ms):
                 return False  # another delivery is working on it: leave the entry pending
-            inv.on_heartbeat(lambda: self.store.guard_renew(self.node, now(), cmd, attempt, self.settings.guard_ttl_ms) and None)
+
+            def renew_guard() -> None:
+                if not lost[0] and not self.store.guard_renew(self.node, now(), cmd, attempt,
+                                                               self.settings.guard_ttl_ms):
+                    lost[0] = True  # a stale attempt: it ends at its next step
+
+            inv.on_heartbeat(renew_guard)
             yield
+        release = self.gates.attempt_guard
         try:
             status = self.store.status(cmd)
             if self.gates.terminal_check and (status is None or status in TERMINAL):
-                return True
+                return True  # a duplicate delivery of a finished (or expired) command: only ack
             if status == "PENDING" or status is None:
                 # SUBMITTING is durable before the external call, so a crash after it is retried.
                 if not (yield from self._put(cmd, attempt, "SUBMITTING")):
+                    release = False
                     return False
                 yield
                 status = "SUBMITTING"
+            if lost[0]:
+                release = False
+                return False
             if status == "SUBMITTING":
                 self.store.external_call(self.node, now(), cmd, attempt)
                 yield
                 answer = self.app.call(cmd, inv.payload)
+                if lost[0] or not (yield from self._put(cmd, attempt, "PROCESSING")):
+                    release = False
+                    return False
+                yield
             else:
                 answer = self.app.check(cmd, inv.payload)
             if answer not in ANSWERS:
                 raise ValueError(f"the command app answered {answer!r}; expected one of {ANSWERS}")
-            if answer == "processing":
-                if status != "PROCESSING":
-                    yield from self._put(cmd, attempt, "PROCESSING")
-                    yield
+            if lost[0] or not (yield from self._put(cmd, attempt, "SUCCEEDED" if answer == "succeeded" else "FAILED")):
+                release = False
                 return False
-            ok = yield from self._put(cmd, attempt, "SUCCEEDED" if answer == "succeeded" else "FAILED")
             yield
-            return bool(ok)
+            return True
         finally:
             inv.renewers.clear()
-            if self.gates.attempt_guard:
+            if release:
+                # Also after the external system threw: the next delivery may retry at once.
                 self.store.guard_release(self.node, now(), cmd, attempt)

@@ -73,6 +73,7 @@ class Invocation:
     started_ms: int = 0
     warned_past_max: bool = False
     lost: bool = False  # a renewal was refused: a peer owns the entry now
+    running: bool = False  # invoke_start is recorded: the heartbeat may renew it
     renewers: list[Callable[[], None]] = field(default_factory=list)
 
     def on_heartbeat(self, callback: Callable[[], None]) -> None:

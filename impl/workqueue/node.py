@@ -93,6 +93,7 @@ class QueueNode:
         """The handler is about to run: record `invoke_start started`."""
         inv.started_ms = self.now()
         self.store.invoke_start(self.name, inv.started_ms, inv.entry, "started")
+        inv.running = True  # only now: a renewal before invoke_start would renew a hand-off
 
     def abandon(self, inv: Invocation) -> None:
         """`start` failed (the store did not answer): the handler does not run; unregister it
@@ -138,7 +139,7 @@ class QueueNode:
         self.store.invoke_end(self.name, now, inv.entry, result)
         try:
             if result == "done":
-                if self.store.ack(self.name, self.now(), inv.entry):
+                if self.store.ack(self.name, self.now(), inv.entry, inv.cmd):
                     self.stats["acked"] += 1
             else:
                 self.store.release(self.name, self.now(), inv.entry)
@@ -164,7 +165,7 @@ class QueueNode:
             return
         for inv in self.active.all():
             with self._hb_lock:  # an invocation that ended meanwhile is not renewed
-                if self.active.holds(inv):
+                if inv.running and self.active.holds(inv):
                     self._renew(inv)
 
     def _renew(self, inv: Invocation) -> None:

@@ -1,5 +1,11 @@
 """Exporting a run's trace: the events the scripts appended to the Redis trace list (already in
-commit order), with a header, as NDJSON through `impl.trace.write`."""
+commit order), with a header, as NDJSON through `impl.trace.write`.
+
+A command run records one list holding both layers' steps; it is exported as two views:
+`workqueue` (the queue's ops: every delivery, invocation, renewal, ack) and `command` (the
+command layer's ops and the deliveries and acks of its messages, which is what
+`CommandQueue.tla` explains: its queue is abstract, with no invocations or renewals).
+"""
 
 from __future__ import annotations
 
@@ -10,12 +16,22 @@ from impl import trace
 from impl.workqueue.config import Gates, Settings
 from impl.workqueue.store import Steps
 
+# The ops of each view, as in the Work queue and Command layer tables of tla/README.md.
+OPS = {
+    "workqueue": frozenset({"offer", "receive_new", "reclaim", "renew", "invoke_start", "invoke_end",
+                            "ack", "release"}),
+    "command": frozenset({"submit_state", "offer", "guard_take", "guard_renew", "guard_release",
+                          "put_if_owner", "external_call", "cancel", "receive_new", "reclaim", "ack"}),
+}
+
 
 def export(path: Path, steps: Steps, *, system: str, settings: Settings, gates: Gates,
            nodes: Iterable[str], run: str | None = None, features: Iterable[str] = ()) -> Path:
-    """Write the trace recorded under `steps`' prefix to `path`; `system` is `workqueue` or
-    `command` (a command run's trace holds its deliveries' queue ops too)."""
-    events = steps.events()
+    """Write the `system` view (`workqueue` or `command`) of the trace recorded under `steps`'
+    prefix to `path`."""
+    if system not in OPS:
+        raise ValueError(f"system must be one of {sorted(OPS)}, not {system!r}")
+    events = [ev for ev in steps.events() if ev["op"] in OPS[system]]
     names = list(dict.fromkeys([*nodes, *(ev["node"] for ev in events)]))
     head = trace.header(system, gates=gates.as_dict(), settings=settings.as_dict(),
                         nodes=names or ["none"], run=run, features=features)

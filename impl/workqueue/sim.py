@@ -67,10 +67,10 @@ class SimApp:
         r = self.rng.random()
         if r < 0.1:
             raise RuntimeError(f"external system error on {cmd}")
-        return "failed" if r < 0.2 else "processing" if r < 0.4 else "succeeded"
+        return "failed" if r < 0.2 else "succeeded"
 
     def check(self, cmd: str, payload: str) -> str:
-        return "processing" if self.rng.random() < 0.3 else "succeeded"
+        return "failed" if self.rng.random() < 0.1 else "succeeded"
 
 
 def _plain_handler(rng: random.Random, max_steps: int) -> Generator[None, None, bool | str]:
@@ -86,7 +86,7 @@ class _Running:
 
 
 class Simulation:
-    """One simulated run. `run()` returns its summary; `trace_text()` / `write_trace()` its trace."""
+    """One simulated run. `run()` returns its summary; `write_trace()` writes its trace."""
 
     def __init__(self, config: SimConfig, chooser: Chooser, rng: random.Random) -> None:
         self.config = config
@@ -327,9 +327,11 @@ class Simulation:
         out["virtual_ms"] = self.clock.now_ms() - START_MS
         return out
 
-    def write_trace(self, path: Path, run: str | None = None) -> Path:
-        """Write the run's trace (after `run()`)."""
+    def write_trace(self, path: Path, run: str | None = None, view: str | None = None) -> Path:
+        """Write the run's trace (after `run()`): the `view` (`workqueue` or `command`, see
+        `recording`), by default the simulated system's own."""
         cfg = self.config
+        view = view or cfg.system
         feats = ["crash"] if self.dead else []
         if self.faults_used:
             feats.append("faults")
@@ -339,7 +341,7 @@ class Simulation:
             feats.append("close")
         if cfg.system == "command" and cfg.cancels:
             feats.append("cancellation")
-        return recording.export(path, self.queue, system=cfg.system, settings=cfg.settings, gates=cfg.gates,
+        return recording.export(path, self.queue, system=view, settings=cfg.settings, gates=cfg.gates,
                                 nodes=["producer" if cfg.system == "workqueue" else "client", *cfg.nodes],
                                 run=run, features=feats)
 

@@ -157,7 +157,7 @@ class QueueStore(Steps):
         return bool(self.run("touch", "release", node, self._keys(),
                              [GROUP, node, now, entry, "release", "1" if check_owner else "0"]))
 
-    def ack(self, node: str, now: int, entry: str) -> bool:
+    def ack(self, node: str, now: int, entry: str, cmd: str | None = None) -> bool:
         """XACK and XDEL in one step; False when the entry was no longer pending (a no-op).
 
         A planned `ack` fault aborts the step inside the script, which logs `ack failed` and
@@ -167,7 +167,7 @@ class QueueStore(Steps):
             fail = "0"
         except StoreFault:
             fail = "1"
-        n = int(self.run("ack", "ack", node, self._keys(), [GROUP, node, now, entry, fail], faults=False))
+        n = int(self.run("ack", "ack", node, self._keys(), [GROUP, node, now, entry, fail, cmd or ""], faults=False))
         if n < 0:
             raise StoreFault(f"injected fault: ack by {node} of {entry} did not commit")
         return n == 1

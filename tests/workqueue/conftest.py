@@ -122,8 +122,10 @@ class Harness:
             c.close(timeout_s=5)
         path = recording.export(self.tmp / "trace.ndjson", self.queue, system=self.system,
                                 settings=self.settings, gates=self.gates, nodes=["producer"])
-        events = validate_trace(path)
-        problems = analysis.order_problems(events)
+        validate_trace(path)
+        queue_view = recording.export(self.tmp / "queue.ndjson", self.queue, system="workqueue",
+                                      settings=self.settings, gates=self.gates, nodes=["producer"])
+        problems = analysis.order_problems(validate_trace(queue_view))
         self.queue.delete_keys()
         self.client.close()
         if self.check_order and self.gates == Gates():  # a gate off may break the order on purpose

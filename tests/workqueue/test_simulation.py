@@ -91,7 +91,8 @@ def test_sim_command_writes_the_same_traces_twice(tmp_path: Path, capsys: pytest
     for d in ("a", "b"):
         assert main(["workqueue", "sim", "--system", "command", "--seeds", "2", "--trace-dir", str(tmp_path / d)]) == 0
     names = sorted(p.name for p in (tmp_path / "a").iterdir())
-    assert names == ["sim-command-seed0.ndjson", "sim-command-seed1.ndjson"]
+    assert names == ["sim-command-seed0-queue.ndjson", "sim-command-seed0.ndjson",
+                     "sim-command-seed1-queue.ndjson", "sim-command-seed1.ndjson"]
     for name in names:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
         validate_trace(tmp_path / "a" / name)
