@@ -126,7 +126,7 @@ VARIABLE work
 WorkOK == work \in [Nodes -> [Workflows -> Item]]
 
 -----------------------------------------------------------------------------
-(* The callers: impl/engine/engine.py start_workflow and signal.           *)
+(* The callers: impl/engine/node.py start and signal.                     *)
 
 \* "created": between the two writes of a start; "recovering": a start that found a
 \* stranded RUNNING instance and will schedule it; "awaiting": its copy is queued here and
@@ -207,9 +207,8 @@ CopyOf(row) == [NoItem EXCEPT !.phase = "queued", !.source = "memory",
 
 -----------------------------------------------------------------------------
 (* Caller steps.  A caller's schedule is the second write of a start or a  *)
-(* signal.  Which write it is:                                             *)
-\*   InMemoryWrite(n, w): the start or signal goes through n's execution queue.
-\*   PersistentAt(n, w):  its run_after when it writes the row directly.
+(* signal: through n's execution queue (StartsInMemory, SignalsInMemory)   *)
+(* or straight to the scheduler (Schedule).                                *)
 StartsInMemory(n, w) ==
     \/ starter[n][w] = "created" /\ InMemoryStart
     \/ starter[n][w] = "recovering" /\ InMemoryStart /\ ~RecoverAfterLease
