@@ -120,3 +120,30 @@ def order_problems(events: Iterable[Mapping[str, Any]], dead_nodes: Iterable[str
         elif op == "release" and ended.pop(key, "done") == "done":
             problems.append(f"event {i}: {node} released {entry} without a not-done invocation end")
     return problems
+
+
+def command_order_problems(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Attempt rules of CommandQueue.tla, checked per attempt id: an attempt writes, calls,
+    renews or releases only after taking the guard, and takes no step after a refused write
+    or a lost renewal (it has ended). Returns one message per broken rule."""
+    took: set[str] = set()
+    ended: set[str] = set()
+    problems: list[str] = []
+    for i, ev in enumerate(events, start=1):
+        op = ev.get("op")
+        attempt = (ev.get("args") or {}).get("attempt")
+        if attempt is None or op == "cancel":
+            continue
+        if attempt in ended:
+            problems.append(f"event {i}: attempt {attempt} took a step ({op}) after it ended")
+            continue
+        if op == "guard_take":
+            if ev.get("outcome") == "taken":
+                took.add(attempt)
+            continue
+        if attempt not in took:
+            problems.append(f"event {i}: attempt {attempt} did {op} without taking the guard")
+        if (op, ev.get("outcome")) in {("put_if_owner", "refused"), ("guard_renew", "lost"),
+                                       ("guard_release", "released"), ("guard_release", "lost")}:
+            ended.add(attempt)
+    return problems

@@ -150,40 +150,47 @@ class CommandProcessor:
 
             inv.on_heartbeat(renew_guard)
             yield
-        release = self.gates.attempt_guard
+        ended = [False]  # a refused write ends the attempt, as a lost guard does
+
+        def over() -> bool:
+            return lost[0] or ended[0]
+
+        def put(status: str) -> Generator[None, None, bool]:
+            if over():
+                return False
+            ok = yield from self._put(cmd, attempt, status)
+            ended[0] = not ok
+            return ok
+
         try:
             status = self.store.status(cmd)
             if self.gates.terminal_check and (status is None or status in TERMINAL):
-                return True  # a duplicate delivery of a finished (or expired) command: only ack
+                return not over()  # a duplicate delivery of a finished (or expired) command: only ack
             if status == "PENDING" or status is None:
                 # SUBMITTING is durable before the external call, so a crash after it is retried.
-                if not (yield from self._put(cmd, attempt, "SUBMITTING")):
-                    release = False
+                if not (yield from put("SUBMITTING")):
                     return False
                 yield
                 status = "SUBMITTING"
-            if lost[0]:
-                release = False
-                return False
             if status == "SUBMITTING":
+                if over():
+                    return False
                 self.store.external_call(self.node, now(), cmd, attempt)
                 yield
                 answer = self.app.call(cmd, inv.payload)
-                if lost[0] or not (yield from self._put(cmd, attempt, "PROCESSING")):
-                    release = False
+                if not (yield from put("PROCESSING")):
                     return False
                 yield
             else:
                 answer = self.app.check(cmd, inv.payload)
             if answer not in ANSWERS:
                 raise ValueError(f"the command app answered {answer!r}; expected one of {ANSWERS}")
-            if lost[0] or not (yield from self._put(cmd, attempt, "SUCCEEDED" if answer == "succeeded" else "FAILED")):
-                release = False
+            if not (yield from put("SUCCEEDED" if answer == "succeeded" else "FAILED")):
                 return False
             yield
-            return True
+            return not over()
         finally:
             inv.renewers.clear()
-            if release:
+            if self.gates.attempt_guard and not over():
                 # Also after the external system threw: the next delivery may retry at once.
                 self.store.guard_release(self.node, now(), cmd, attempt)

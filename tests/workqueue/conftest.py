@@ -122,10 +122,10 @@ class Harness:
             c.close(timeout_s=5)
         path = recording.export(self.tmp / "trace.ndjson", self.queue, system=self.system,
                                 settings=self.settings, gates=self.gates, nodes=["producer"])
-        validate_trace(path)
+        problems = analysis.command_order_problems(validate_trace(path))
         queue_view = recording.export(self.tmp / "queue.ndjson", self.queue, system="workqueue",
                                       settings=self.settings, gates=self.gates, nodes=["producer"])
-        problems = analysis.order_problems(validate_trace(queue_view))
+        problems += analysis.order_problems(validate_trace(queue_view))
         self.queue.delete_keys()
         self.client.close()
         if self.check_order and self.gates == Gates():  # a gate off may break the order on purpose

@@ -41,6 +41,7 @@ def test_run_two_consumer_processes(redis_url: str, tmp_path: Path, capsys: pyte
     assert {e["op"] for e in commands} >= {"submit_state", "offer", "receive_new", "guard_take", "put_if_owner",
                                            "external_call", "guard_release", "ack"}
     assert all("cmd" in e for e in commands)
+    assert analysis.command_order_problems(commands) == []
     events = validate_trace(Path(out["queue_trace"]))
     assert {e["node"] for e in events if e["op"] == "invoke_start"} <= {"consumer-1", "consumer-2"}
     assert analysis.order_problems(events) == []

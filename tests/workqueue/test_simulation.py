@@ -50,6 +50,7 @@ def test_seeded_runs_keep_the_invariants(system: str, seeds: range) -> None:
         sim = seeded(SimConfig(system=system, crashes=1, faults=2, lags=2, closes=1, handler_steps=8), seed)
         out = sim.run()
         assert analysis.order_problems(sim.events, sim.dead) == [], seed
+        assert analysis.command_order_problems(sim.events) == [], seed
         assert out["duplicate_invocations"] == 0, (seed, out)
         assert out["terminal_changes"] == 0, (seed, out)
         assert out["finished"], (seed, out)
