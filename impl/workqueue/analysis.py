@@ -85,6 +85,12 @@ def summary(events: list[Mapping[str, Any]], statuses: Mapping[str, str] | None 
         calls = list(external_calls.values())
         out["external_calls"] = {"total": sum(calls), "min": min(calls), "max": max(calls),
                                  "mean": round(sum(calls) / len(calls), 3)}
+        # A repeat call with the same key is expected after an attempt threw mid-call; any other
+        # repeat means two attempts got past the guard (or one went stale).
+        threw = Counter(ev.get("cmd") for ev in events
+                        if ev["op"] == "invoke_end" and (ev.get("args") or {}).get("result") == "threw")
+        out["external_calls"]["repeats_not_after_a_throw"] = sum(
+            max(0, n - 1 - threw[cmd]) for cmd, n in external_calls.items())
     return out
 
 

@@ -118,7 +118,9 @@ def _print_summary(out: dict[str, Any]) -> None:
         ("reclaims", out["reclaims"]),
         ("duplicate invocations (must be 0)", out["duplicate_invocations"]),
         ("self-reclaims dropped", out["duplicates_dropped"]),
-        ("external calls per command", f"min {ext.get('min')} max {ext.get('max')} mean {ext.get('mean')} (total {ext.get('total')})"),
+        ("external calls per command", f"min {ext.get('min')} max {ext.get('max')} mean {ext.get('mean')} "
+                                       f"(total {ext.get('total')}; repeats not after a throw: "
+                                       f"{ext.get('repeats_not_after_a_throw')})"),
         ("terminal states changed (must be 0)", out["terminal_changes"]),
         ("seconds / commands per second", f"{out['seconds']} / {out['commands_per_s']}"),
         ("traces", f"{out['trace']} (command), {out['queue_trace']} (queue)"),
