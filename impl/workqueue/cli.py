@@ -70,8 +70,9 @@ def _add_run(sub: Any) -> None:
     p = sub.add_parser("run", help="run commands through consumer processes on Redis and record a trace",
                        description="Submit commands (some twice), run them through consumer processes whose "
                                    "handlers sometimes outlive the visibility timeout, throw or return not-done, "
-                                   "record the trace and print a summary. Exit 1 if any invocation overlapped "
-                                   "or a command did not finish.")
+                                   "record the trace and print a summary. Exit 1 if any invocation overlapped, "
+                                   "a command did not finish, a terminal state changed, or the external system "
+                                   "was called again without a failed call to explain it.")
     p.add_argument("--consumers", type=int, default=2, help="consumer processes (default 2)")
     p.add_argument("--commands", type=int, default=20, help="commands to submit (default 20)")
     p.add_argument("--duplicates", type=int, default=2, help="of those, how many to submit twice (default 2)")

@@ -124,10 +124,10 @@ def run(config: RunConfig) -> dict[str, Any]:
         client_api = CommandClient(queue, cstore, "client", WallClock(), config.settings, config.gates)
         cmds = [f"cmd-{i}" for i in range(config.commands)]
         t0 = time.monotonic()
-        for c in cmds:
+        for i, c in enumerate(cmds):
             client_api.submit(c, f"payload-{c}")
-        for c in cmds[: config.duplicates]:
-            client_api.submit(c, f"payload-{c}")  # a duplicate submission: a second entry
+            if i < config.duplicates:
+                client_api.submit(c, f"payload-{c}")  # a duplicate submission: a second entry, at once
         deadline = t0 + config.timeout_s
         while time.monotonic() < deadline:
             if queue.stream_length() == 0 and all(cstore.status(c) in TERMINAL for c in cmds):
@@ -156,7 +156,7 @@ def run(config: RunConfig) -> dict[str, Any]:
     out["trace"] = str(trace_path)
     out["queue_trace"] = str(queue_path)
     out["ok"] = (out["duplicate_invocations"] == 0 and out["commands_done"] == config.commands
-                 and out["terminal_changes"] == 0)
+                 and out["terminal_changes"] == 0 and out["external_calls"]["repeats_not_after_a_throw"] == 0)
     if not config.keep_keys:
         queue.delete_keys()
     client.close()

@@ -31,7 +31,7 @@ def test_unknown_gate_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixt
 
 @pytest.mark.redis
 def test_run_two_consumer_processes(redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["workqueue", "run", "--consumers", "2", "--commands", "12", "--redis", redis_url,
+    rc = main(["workqueue", "run", "--consumers", "2", "--commands", "12", "--duplicates", "6", "--redis", redis_url,
                "--trace-dir", str(tmp_path), "--json", "--timeout", "30"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0, out
@@ -45,3 +45,14 @@ def test_run_two_consumer_processes(redis_url: str, tmp_path: Path, capsys: pyte
     events = validate_trace(Path(out["queue_trace"]))
     assert {e["node"] for e in events if e["op"] == "invoke_start"} <= {"consumer-1", "consumer-2"}
     assert analysis.order_problems(events) == []
+
+
+@pytest.mark.redis
+def test_run_with_the_attempt_guard_off_fails(redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The calibration: without the guard, duplicate submissions call the external system
+    twice and overwrite terminal states, and the run says so (exit 1)."""
+    rc = main(["workqueue", "run", "--consumers", "2", "--commands", "20", "--duplicates", "20", "--redis", redis_url,
+               "--trace-dir", str(tmp_path), "--json", "--timeout", "30", "--gate-off", "attempt_guard"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1 and not out["ok"]
+    assert out["external_calls"]["repeats_not_after_a_throw"] > 0
