@@ -3,7 +3,6 @@ one Lua script per step of the Command layer table in `tla/README.md`."""
 
 from __future__ import annotations
 
-from typing import Any
 
 from impl.workqueue.store import Steps, _text
 

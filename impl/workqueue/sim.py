@@ -20,7 +20,7 @@ from typing import Any
 
 from impl.clock import VirtualClock
 from impl.workqueue import analysis, recording
-from impl.workqueue.command_store import TERMINAL, CommandStore
+from impl.workqueue.command_store import CommandStore
 from impl.workqueue.commands import CommandClient, CommandProcessor, counter_ids
 from impl.workqueue.config import Gates, Settings
 from impl.workqueue.core import Invocation

@@ -3,7 +3,6 @@ guard on (must hold) and off (the bad outcome must happen)."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
