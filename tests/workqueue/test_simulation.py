@@ -47,7 +47,8 @@ def test_seeded_runs_keep_the_invariants(system: str, seeds: range) -> None:
     """Random interleavings with a crash: no overlapping invocation, no terminal state changed,
     every message acked."""
     for seed in seeds:
-        sim = seeded(SimConfig(system=system, crashes=1, faults=2, lags=2, closes=1, handler_steps=8), seed)
+        sim = seeded(SimConfig(system=system, crashes=1, faults=2, lags=2, closes=1, handler_steps=8,
+                               max_steps=3000), seed)
         out = sim.run()
         assert analysis.order_problems(sim.events, sim.dead) == [], seed
         assert analysis.command_order_problems(sim.events) == [], seed
