@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Record traces from both reference implementations into one directory (default out/traces):
+# the integration tests with recording on, seeded simulations, and the multi-process `run`
+# workloads on SQLite, MariaDB and Redis. Then check them with scripts/check_traces.sh.
+#
+#   scripts/record_traces.sh [OUT_DIR]
+#
+# Server URLs: LEASEPROOF_MYSQL_URL (default mysql://root@127.0.0.1:3306/test) and
+# LEASEPROOF_REDIS_URL (default redis://127.0.0.1:6379/0). A workload whose server is absent is
+# skipped with a message, except under CI=true, where it fails.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out="$(mkdir -p "${1:-$root/out/traces}" && cd "${1:-$root/out/traces}" && pwd)"
+python="${PYTHON:-python3}"
+mysql_url="${LEASEPROOF_MYSQL_URL:-mysql://root@127.0.0.1:3306/test}"
+redis_url="${LEASEPROOF_REDIS_URL:-redis://127.0.0.1:6379/0}"
+lp() { "$python" -m conformance.cli "$@"; }
+
+step() { printf '== %s\n' "$*" >&2; }
+absent() {
+  if [ "${CI:-}" = "true" ]; then echo "record_traces.sh: $1 is not reachable and CI=true" >&2; exit 1; fi
+  echo "record_traces.sh: $1 is not reachable; skipping its workload" >&2
+}
+reachable() { "$python" - "$1" <<'PY'
+import sys
+from urllib.parse import urlparse
+import socket
+u = urlparse(sys.argv[1])
+try:
+    socket.create_connection((u.hostname, u.port), timeout=3).close()
+except OSError:
+    sys.exit(1)
+PY
+}
+
+rm -rf "$out"/engine-* "$out"/workqueue-* "$out"/command-* "$out"/tests
+mkdir -p "$out"
+
+step "integration tests, recording into $out/tests"
+(cd "$root" && LEASEPROOF_TRACE_DIR="$out/tests" "$python" -m pytest -q -p no:cacheprovider tests/engine tests/workqueue >&2)
+
+step "engine: seeded simulations"
+lp engine sim --seeds 20 --workflows 8 --trace-dir "$out/engine-sim"
+lp engine sim --seeds 20 --first-seed 100 --workflows 8 --crash-rate 0.01 --pause-rate 0.02 --trace-dir "$out/engine-sim-faults"
+
+step "engine: 2 node processes on SQLite"
+lp engine run --nodes 2 --workflows 200 --store "sqlite:///$out/engine.sqlite3" --trace-dir "$out/engine-sqlite"
+
+if reachable "$mysql_url"; then
+  step "engine: 2 node processes on MariaDB"
+  lp engine run --nodes 2 --workflows 200 --store "$mysql_url" --trace-dir "$out/engine-mysql"
+else
+  absent "MySQL at $mysql_url"
+fi
+
+step "work queue and command layer: seeded simulations"
+lp workqueue sim --system workqueue --seeds 20 --trace-dir "$out/workqueue-sim"
+lp workqueue sim --system command --seeds 20 --trace-dir "$out/command-sim"
+
+if reachable "$redis_url"; then
+  step "command layer: 2 consumer processes on Redis"
+  lp workqueue run --consumers 2 --commands 50 --redis "$redis_url" --trace-dir "$out/command-redis"
+else
+  absent "Redis at $redis_url"
+fi
+
+n=$(find "$out" -name '*.ndjson' | wc -l)
+echo "recorded $n traces in $out"
