@@ -74,6 +74,11 @@ ASSUME /\ Lease \in Nat \ {0} /\ Backoff \in Nat /\ MaxClock \in Nat \ {0}
        /\ MaxRetries \in Nat /\ MaxRenewals \in Nat
        /\ StartNodes \subseteq Nodes /\ SignalNodes \subseteq Nodes
 
+\* How close to its end a lease is renewed: a worker renews when its lease would lapse within
+\* RenewAhead ticks.  The models' tick is the renew interval, so 1; TraceEngine, whose clock
+\* counts milliseconds, replaces it by the trace's renew_interval_ms (impl/engine/worker.py).
+RenewAhead == 1
+
 Terminal == {"COMPLETED", "FAILED"}
 LiveTask == {"PENDING", "RUNNING"}
 MaxTime  == MaxClock + Lease + Backoff
@@ -389,7 +394,7 @@ RunEnd(n, w) ==
     /\ UNCHANGED <<task, clock, queue, starter, signaller, sigRead>>
 
 \* renew: renew_lease while the handler runs (WHERE version = v).  A worker renews when
-\* its lease would lapse at the next tick; a run renews at most MaxRenewals times.
+\* its lease would lapse within RenewAhead ticks; a run renews at most MaxRenewals times.
 \* On a conflict: if the row still carries our lease (a rerun was recorded on it) and
 \* RenewAdoptsRerun is on, adopt the row's version and owe a rerun (the next Renew then
 \* succeeds); otherwise the lease is lost and the run goes on unrenewed, so it may now
@@ -397,7 +402,7 @@ RunEnd(n, w) ==
 Renew(n, w) ==
     /\ work[n][w].phase = "running"
     /\ work[n][w].renewals < MaxRenewals
-    /\ work[n][w].lease <= clock + 1
+    /\ work[n][w].lease <= clock + RenewAhead
     /\ CASE task[w].status \in LiveTask /\ task[w].version = work[n][w].version ->  \* renewed
             /\ task' = [task EXCEPT ![w].run_after = clock + Lease, ![w].version = @ + 1]
             /\ work' = [work EXCEPT ![n][w].version = @ + 1, ![n][w].lease = clock + Lease,

@@ -151,7 +151,8 @@ def _sim(args: argparse.Namespace) -> int:
         if args.trace_dir is not None:
             for wf, evs in by_workflow(events).items():
                 name = f"sim-seed{seed}/{wf}"
-                head = engine_header(run.sim.gates, run.sim.settings, run.sim.node_names, name, features(evs))
+                head = engine_header(run.sim.gates, run.sim.settings, run.sim.node_names, name, features(evs),
+                                     run.sim.crashes)
                 trace.write(args.trace_dir / f"sim-seed{seed}-{wf}.ndjson", head, (e.line() for e in evs))
         overlaps = run.sim.monitor.overlaps
         unfinished = run.crashes == 0 and run.completed < args.workflows

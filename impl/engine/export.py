@@ -46,17 +46,27 @@ def features(events: Sequence[Event]) -> list[str]:
 
 
 def engine_header(
-    gates: Gates, settings: Settings, nodes: Sequence[str], run: str, feats: Sequence[str] = ()
+    gates: Gates, settings: Settings, nodes: Sequence[str], run: str, feats: Sequence[str] = (),
+    node_crashes: int = 0,
 ) -> dict:
-    """The header line of an engine trace."""
+    """The header line of an engine trace.
+
+    `node_crashes` is how many node crashes the run injected (a simulation's or a test's
+    `crash`): written as `settings.node_crashes` when any, so that a trace checker knows
+    whether a node may have lost its queue and runs between two lines (`tla/TraceEngine.tla`
+    takes it as its crash budget). A run that injected none says nothing.
+    """
+    extra = {"node_crashes": node_crashes} if node_crashes else {}
     return trace.header(
-        "engine", gates=gates.header(), settings=settings.header(), nodes=nodes, run=run, features=feats
+        "engine", gates=gates.header(), settings={**settings.header(), **extra}, nodes=nodes, run=run, features=feats
     )
 
 
-def render_workflow(events: Sequence[Event], gates: Gates, settings: Settings, nodes: Sequence[str], run: str) -> str:
+def render_workflow(
+    events: Sequence[Event], gates: Gates, settings: Settings, nodes: Sequence[str], run: str, node_crashes: int = 0
+) -> str:
     """One workflow's trace as NDJSON text."""
-    head = engine_header(gates, settings, nodes, run, features(events))
+    head = engine_header(gates, settings, nodes, run, features(events), node_crashes)
     return trace.render(head, (e.line() for e in events))
 
 
@@ -68,12 +78,13 @@ def write_traces(
     settings: Settings,
     nodes: Sequence[str],
     run: str,
+    node_crashes: int = 0,
 ) -> list[Path]:
     """Write one `<run>-<wf>.ndjson` per workflow into `directory`; the paths written."""
     paths = []
     for wf, evs in by_workflow(events).items():
         name = _SAFE.sub("_", f"{run}-{wf}") + ".ndjson"
-        head = engine_header(gates, settings, nodes, f"{run}/{wf}", features(evs))
+        head = engine_header(gates, settings, nodes, f"{run}/{wf}", features(evs), node_crashes)
         paths.append(trace.write(directory / name, head, (e.line() for e in evs)))
     return paths
 

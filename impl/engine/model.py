@@ -103,7 +103,12 @@ class Instance:
 
 @dataclass(frozen=True)
 class ScheduleRequest:
-    """A request to schedule a task: when it should run, and whether to honour a lease."""
+    """A request to schedule a task: when it should run, and whether to honour a lease.
+
+    With `delay_ms` set, the row is due `delay_ms` after the transaction's own time (read under
+    the workflow lock), and `run_after` is ignored: a caller that means "now" or "a lease from
+    now" gets the time its write commits at, as the spec's `clock`, not the time it asked.
+    """
 
     task_id: str
     run_after: int
@@ -111,6 +116,7 @@ class ScheduleRequest:
     honour_leases: bool = True
     owner: str = WORKFLOW_OWNER
     type: str = WORKFLOW_TYPE
+    delay_ms: int | None = None
 
     @property
     def key(self) -> TaskKey:

@@ -105,7 +105,8 @@ class Node:
                 # scheduleAfterLease: whoever stalled between the two writes gets a lease's grace.
                 out = yield Call(
                     lambda: self.scheduler.schedule_with_outcome(
-                        ScheduleRequest(wf, run_after=now() + self.store.lease_ms, honour_leases=True)
+                        ScheduleRequest(wf, run_after=now() + self.store.lease_ms, honour_leases=True,
+                                        delay_ms=self.store.lease_ms)
                     ),
                     "schedule",
                 )
@@ -245,12 +246,12 @@ class Node:
 
     def _schedule_now(self, wf: str, *, in_memory: bool) -> Fiber[Scheduled]:
         if in_memory:
-            request = ScheduleRequest(wf, run_after=self.clock.now_ms(), honour_leases=True)
+            request = ScheduleRequest(wf, run_after=self.clock.now_ms(), honour_leases=True, delay_ms=0)
             scheduled = yield from self.queue.schedule(request)
             return scheduled
         out = yield Call(
             lambda: self.scheduler.schedule_with_outcome(
-                ScheduleRequest(wf, run_after=self.clock.now_ms(), honour_leases=True)
+                ScheduleRequest(wf, run_after=self.clock.now_ms(), honour_leases=True, delay_ms=0)
             ),
             "schedule",
         )

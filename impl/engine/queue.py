@@ -57,6 +57,7 @@ class ExecutionQueue:
                 honour_leases=True,
                 owner=request.owner,
                 type=request.type,
+                delay_ms=sched.lease_ms,  # a lease from when the write commits
             )
             return sched.schedule_in_memory(row, honour_check=self.gates.honour_check)
 

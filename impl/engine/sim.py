@@ -88,6 +88,7 @@ class Simulation:
         self.paused_until: dict[str, int] = {n: 0 for n in nodes}
         self.crashed: set[str] = set()
         self.steps = 0
+        self.crashes = 0  # node crashes injected so far (trace headers carry the count)
         self.errors: list[tuple[str, BaseException]] = []
         self._ids = 0
         self._fetch_loops = fetch_loops
@@ -192,6 +193,7 @@ class Simulation:
 
     def crash(self, node: str, restart: bool = True) -> None:
         """Kill `node`: its fibers, queue, runs and futures are lost; restart it empty."""
+        self.crashes += 1
         for f in self.fibers:
             if f.node == node and not f.done:
                 f.gen.close()

@@ -14,6 +14,7 @@ records nothing: it is not a step.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from collections.abc import Callable
 from typing import Any, TypeVar, Union
 
@@ -188,8 +189,9 @@ class Store:
         def body(tx: Txn) -> ScheduleOutcome:
             n = tx.lock_workflow(wf)
             t = _at(now)
-            row = tx.read_task(request.key)
-            d = self.decide.decide_schedule(row, request, t, self.lease_ms, bump=self.bump)
+            req = request if request.delay_ms is None else replace(request, run_after=t + request.delay_ms, delay_ms=None)
+            row = tx.read_task(req.key)
+            d = self.decide.decide_schedule(row, req, t, self.lease_ms, bump=self.bump)
             if d.outcome == "inserted":
                 assert d.write is not None
                 tx.insert_task(d.write)
@@ -198,7 +200,7 @@ class Store:
                 self._must(tx.update_task(d.write, row.version), "schedule")
             task = d.write or row
             assert task is not None
-            args: dict[str, Any] = {"run_after": request.run_after, "honour_leases": request.honour_leases}
+            args: dict[str, Any] = {"run_after": req.run_after, "honour_leases": req.honour_leases}
             queued = False
             if in_memory:
                 queued = self.decide.decide_queue_copy(d.outcome, honour_check=honour_check)
@@ -272,22 +274,31 @@ class Store:
         return self._txn(body)
 
     def reschedule_retry(
-        self, node: str, now: Now, key: TaskKey, version: int, run_after: int
+        self, node: str, now: Now, key: TaskKey, version: int, run_after: int | None = None,
+        *, delay_ms: int | None = None,
     ) -> tuple[str, Task | None]:
-        """Finish after a failed run: PENDING at a later `run_after`, version+1."""
+        """Finish after a failed run: PENDING at a later `run_after`, version+1.
+
+        Give `delay_ms` instead of `run_after` for a row due that long after the transaction's
+        own time (read under the lock, as for `schedule`).
+        """
         wf = key.task_id
+        if (run_after is None) == (delay_ms is None):
+            raise EngineBug("reschedule_retry needs exactly one of run_after and delay_ms")
 
         def body(tx: Txn) -> tuple[str, Task | None]:
             n = tx.lock_workflow(wf)
             t = _at(now)
+            due = t + delay_ms if delay_ms is not None else run_after
+            assert due is not None
             row = tx.read_task(key)
-            new = self.decide.decide_retry(row, version, run_after)
+            new = self.decide.decide_retry(row, version, due)
             if new is not None:
                 self._must(tx.update_task(new, row.version), "reschedule_retry")  # type: ignore[union-attr]
                 outcome, after = "rescheduled", new
             else:
                 outcome, after = "conflict", row
-            args = {"task_version": version, "run_after": run_after}
+            args = {"task_version": version, "run_after": due}
             self._record(tx, wf, n, node, t, "reschedule_retry", args, outcome)
             return outcome, after
 

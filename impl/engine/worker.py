@@ -128,7 +128,7 @@ def _retry_or_fail(node: Node, held: Task) -> Fiber[None]:
         return
     delay = decide.retry_delay_ms(held, s.retry_backoff_ms)
     yield Call(
-        lambda: store.reschedule_retry(node.name, now, held.key, held.version, now() + delay),
+        lambda: store.reschedule_retry(node.name, now, held.key, held.version, delay_ms=delay),
         "reschedule_retry",
     )
 
