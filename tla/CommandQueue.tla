@@ -233,12 +233,14 @@ GuardTake(w) ==
               /\ UNCHANGED guard
     /\ UNCHANGED <<status, fresh, msgs, externalVars, clientVars, wmode, historyVars>>
 
-\* guard_renew: compare-and-set PEXPIRE. A stale attempt learns here whether it still owns
-\* the guard; if not (lost), it ends and leaves its message pending.
+\* guard_renew: compare-and-set PEXPIRE, on every heartbeat of an attempt that holds the
+\* guard and has not released it. In time it changes nothing (renewed); after a stall it
+\* tells the attempt whether it still owns the guard, and if not (lost) the attempt ends and
+\* leaves its message pending.
 GuardRenew(w) ==
     LET k == cmdOf[w] IN
-    /\ Running(w) /\ stale[w]
-    /\ pc[w] \notin {"idle", "take"}
+    /\ Running(w)
+    /\ pc[w] \notin {"idle", "take", "ack"}
     /\ IF guard[k] = w
          THEN /\ stale' = [stale EXCEPT ![w] = FALSE]                          \* renewed
               /\ UNCHANGED <<pc, cmdOf, checked>>
