@@ -124,15 +124,29 @@ IsFetch ==
     /\ Agrees("leased", [task_version |-> <<task[W].version, Arg("task_version", task[W].version)>>])
     /\ Step
 
-\* NoOverlappingRuns, checked where a run begins: the nodes whose run is in progress.
+\* NoOverlappingRuns, checked where a run begins: runs in progress per node after the line
+\* must be this one alone.
+RunsAfter(extra) ==
+    [m \in Nodes |-> (IF Running(m, W)' THEN 1 ELSE 0) + (IF m = E.node THEN extra ELSE 0)]
+OneRun == [m \in Nodes |-> IF m = E.node THEN 1 ELSE 0]
+
 IsRunStart ==
     /\ Logged("run_start")
     /\ RunStart(E.node, W)
     /\ Agrees("started",
               [source |-> <<work'[E.node][W].source, Arg("source", Nil)>>,
                task_version |-> <<work'[E.node][W].version, Arg("task_version", Nil)>>,
-               runs_in_progress |-> <<{m \in Nodes : Running(m, W)'}, {E.node}>>])
+               runs_in_progress |-> <<RunsAfter(0), OneRun>>])
     /\ Step
+
+\* Never enabled: a run_start on a node whose own run is in progress (Engine has one worker
+\* slot per workflow and node) only prints why the line cannot be explained.
+RunStartOverOwnRun ==
+    /\ Logged("run_start")
+    /\ Running(E.node, W)
+    /\ UNCHANGED vars
+    /\ Match(t, l + 1, [runs_in_progress |-> <<RunsAfter(1), OneRun>>])
+    /\ FALSE
 
 IsRunEnd ==
     /\ Logged("run_end")
@@ -180,7 +194,7 @@ IsMarkFailed ==
 LoggedStep ==
     \/ IsCreateInstance \/ IsSchedule \/ IsScheduleInMemory \/ IsUpdateInstance
     \/ IsFetch \/ IsRunStart \/ IsRunEnd \/ IsRenew \/ IsRemove \/ IsRescheduleRetry
-    \/ IsMarkFailed
+    \/ IsMarkFailed \/ RunStartOverOwnRun
 
 -----------------------------------------------------------------------------
 (* Hidden steps.                                                           *)

@@ -95,10 +95,16 @@ def _work(node: Node, held: Task, duration: int) -> Fiber[tuple[Task, bool]]:
     rerun_owed = False
     renewing = node.gates.automatic_lease_renewal
     end = now() + duration
-    while now() < end:
+    while True:
+        # One reading of the clock per turn: reading it twice let a turn that began just
+        # before `end` renew at `end` (the second reading had passed it), a renewal no
+        # handler needs and one the spec's Renew does not allow.
+        t = now()
+        if t >= end:
+            break
         wake = min(end, held.run_after - s.renew_interval_ms) if renewing else end
-        if wake > now():
-            yield Sleep(wake - now())
+        if wake > t:
+            yield Sleep(wake - t)
             continue
         held, owed, renewing = yield from _renew(node, held)
         rerun_owed = rerun_owed or owed
