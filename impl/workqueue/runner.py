@@ -144,10 +144,10 @@ def run(config: RunConfig) -> dict[str, Any]:
     external = {c: cstore.external_calls(c) for c in cmds}
     trace_path = recording.export(Path(config.trace_dir) / f"command-run-{prefix}.ndjson", queue, system="command",
                                   settings=config.settings, gates=config.gates, nodes=["client", *names],
-                                  run=f"workqueue run {prefix}")
+                                  run=f"workqueue run {prefix}", features=["handler_throws"])
     queue_path = recording.export(Path(config.trace_dir) / f"workqueue-run-{prefix}.ndjson", queue, system="workqueue",
                                   settings=config.settings, gates=config.gates, nodes=["client", *names],
-                                  run=f"workqueue run {prefix} (queue view)")
+                                  run=f"workqueue run {prefix} (queue view)", features=["handler_throws"])
     events = queue.events()
     out = analysis.summary(events, statuses, external)
     out["seconds"] = round(elapsed, 3)

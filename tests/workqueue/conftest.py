@@ -5,6 +5,7 @@ the schema, and deletes its keys."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -63,7 +64,8 @@ def validate_trace(path: Path) -> list[dict[str, Any]]:
 class Harness:
     """One test's queue, command store and consumers on the real Redis, under one key prefix."""
 
-    def __init__(self, url: str, prefix: str, tmp: Path, system: str = "workqueue") -> None:
+    def __init__(self, url: str, prefix: str, tmp: Path, system: str = "workqueue", name: str = "test") -> None:
+        self.name = name
         self.client = redis.Redis.from_url(url)
         self.prefix = prefix
         self.tmp = tmp
@@ -74,7 +76,8 @@ class Harness:
         self.consumers: list[Consumer] = []
         self.settings = FAST
         self.gates = Gates()
-        self.check_order = True  # off for tests that drive store steps by hand
+        self.features: list[str] = []  # header features (faults the test injects), as the sim names them
+        self.check_order = True  # off for tests that drive store steps by hand (their traces are not kept)
 
     def configure(self, settings: Settings | None = None, gates: Gates | None = None) -> "Harness":
         """Set the settings and gates that new consumers and clients use."""
@@ -120,11 +123,20 @@ class Harness:
         """Close consumers, write and validate the trace, delete the keys."""
         for c in self.consumers:
             c.close(timeout_s=5)
-        path = recording.export(self.tmp / "trace.ndjson", self.queue, system=self.system,
-                                settings=self.settings, gates=self.gates, nodes=["producer"])
+        # With LEASEPROOF_TRACE_DIR set (scripts/record_traces.sh), the traces of runs with every
+        # guard on are kept there for the checker; a run with a guard off is a calibration.
+        keep = os.environ.get("LEASEPROOF_TRACE_DIR") if self.gates == Gates() and self.check_order else None
+        out = Path(keep) if keep else self.tmp
+        stem = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in self.name)
+        path = recording.export(out / f"{self.system}-{stem}.ndjson", self.queue, system=self.system,
+                                settings=self.settings, gates=self.gates, nodes=["producer"], run=f"tests/workqueue {self.name}",
+                                features=self.features)
         problems = analysis.command_order_problems(validate_trace(path))
-        queue_view = recording.export(self.tmp / "queue.ndjson", self.queue, system="workqueue",
-                                      settings=self.settings, gates=self.gates, nodes=["producer"])
+        queue_view = path
+        if self.system != "workqueue":
+            queue_view = recording.export(out / f"workqueue-{stem}.ndjson", self.queue, system="workqueue",
+                                          settings=self.settings, gates=self.gates, nodes=["producer"],
+                                          run=f"tests/workqueue {self.name} (queue view)", features=self.features)
         problems += analysis.order_problems(validate_trace(queue_view))
         self.queue.delete_keys()
         self.client.close()
@@ -134,9 +146,9 @@ class Harness:
 
 
 @pytest.fixture
-def harness(redis_url: str, key_prefix: str, tmp_path: Path) -> Iterator[Harness]:
+def harness(redis_url: str, key_prefix: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Harness]:
     """A `Harness` on the real Redis, cleaned up after the test."""
-    h = Harness(redis_url, key_prefix, tmp_path)
+    h = Harness(redis_url, key_prefix, tmp_path, name=request.node.name)
     try:
         yield h
     finally:

@@ -53,6 +53,7 @@ def test_stale_owner_state_write_refused(harness: Harness, guarded: bool) -> Non
     """a's guard expires while it is paused just before its final write; b takes the guard and
     finishes the command SUCCEEDED. a's late write (FAILED) must be refused."""
     harness.configure(gates=gates(guarded, "atomic_put_if_owner"))
+    harness.check_order = False  # deliveries by hand, with no invocations (trace not kept)
     client = harness.command_client()
     client.submit("c1", "p")
     delivery = harness.queue.receive_new("a", harness.clock.now_ms())
@@ -105,6 +106,7 @@ def test_cancellation_refused_while_a_handler_holds_the_guard(harness: Harness, 
     handler writes then never changes. A cancel of a waiting command wins; unknown ids are an
     error."""
     harness.configure(gates=gates(guarded, "cancel_takes_guard"))
+    harness.features.append("cancellation")
     client = harness.command_client()
     client.submit("c1", "p")
     app = SlowApp(delay_s=0.4)
@@ -125,6 +127,7 @@ def test_cancellation_refused_while_a_handler_holds_the_guard(harness: Harness, 
 def test_cancelled_before_delivery_is_acked_without_an_external_call(harness: Harness) -> None:
     """A command cancelled while PENDING is acked on delivery, and the external system is never
     called; a later duplicate submission is acked the same way."""
+    harness.features.append("cancellation")
     client = harness.command_client()
     client.submit("c1", "p")
     assert client.cancel("c1") == "cancelled"
@@ -138,6 +141,7 @@ def test_cancelled_before_delivery_is_acked_without_an_external_call(harness: Ha
 def test_a_crashed_attempt_in_submitting_is_retried_with_the_same_key(harness: Harness) -> None:
     """An attempt that wrote SUBMITTING and then threw leaves the command SUBMITTING; the next
     delivery calls the external system again with the same idempotency key (the command id)."""
+    harness.features.append("handler_throws")
     client = harness.command_client()
     client.submit("c1", "p")
 

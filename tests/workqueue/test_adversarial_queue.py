@@ -112,6 +112,7 @@ def test_dead_owners_lease_expires_and_a_peer_takes_over(harness: Harness, guard
     """Node a takes an entry and dies (no heartbeat, no handler): after a VT, b reclaims it."""
     harness.configure(gates=gates(guarded, "reclaim_retries"))
     entry = harness.offer("orphan")
+    harness.features.append("crash")
     got = harness.queue.receive_new("a", harness.clock.now_ms())
     assert got is not None and got.entry == entry  # a owns it now, then "crashes"
     handled: list[str] = []
@@ -127,7 +128,8 @@ def test_dead_owners_lease_expires_and_a_peer_takes_over(harness: Harness, guard
 @GUARD
 def test_stale_owner_cannot_renew_a_reclaimed_entry(harness: Harness, guarded: bool) -> None:
     """a pauses past the VT, b reclaims; a's renewal must be refused and b keep the entry."""
-    check = guarded  # the renew_owner_check gate, passed per call
+    harness.configure(gates=gates(guarded, "renew_owner_check"))
+    check = harness.gates.renew_owner_check  # passed per call: the steps are driven by hand
     harness.check_order = False  # renewals by hand, with no invocation running
     entry = harness.offer("x")
     assert harness.queue.receive_new("a", harness.clock.now_ms())
@@ -146,6 +148,7 @@ def test_executor_rejection_releases_the_permit(harness: Harness, guarded: bool)
     """Two rejections with two permits: the permits come back and the rejected entries are
     reclaimed after a VT and handled."""
     harness.configure(gates=gates(guarded, "release_permit_on_rejection"))
+    harness.features.append("faults")
     for i in range(2):
         harness.offer(f"m{i}")
     handled: list[str] = []
@@ -160,6 +163,7 @@ def test_executor_rejection_releases_the_permit(harness: Harness, guarded: bool)
 def test_close_while_a_handler_runs(harness: Harness, guarded: bool) -> None:
     """a closes while its 700 ms handler runs: the entry must not become reclaimable for b."""
     harness.configure(gates=gates(guarded, "close_waits_for_handlers"))
+    harness.features.append("close")
     harness.offer("job")
     calls: list[str] = []
 
@@ -187,6 +191,7 @@ def test_ack_failure_leaves_the_entry_for_redelivery(harness: Harness, guarded: 
     """The first ack fails (nothing commits): the entry stays pending, comes back after a VT and
     is acked on that delivery."""
     harness.configure(gates=gates(guarded, "cleanup_on_ack_failure"))
+    harness.features.append("faults")
     harness.queue.faults.fail("ack", "a")
     entry = harness.offer("job")
     calls: list[int] = []
@@ -206,6 +211,7 @@ def test_duplicate_delivery_by_self_reclaim_is_dropped(harness: Harness, guarded
     """a's heartbeat lags past the VT while its handler runs; a's own poller reclaims the entry
     and must drop that delivery instead of running the entry twice at once."""
     harness.configure(gates=gates(guarded, "local_dedup"))
+    harness.features.append("heartbeat_lag")
     harness.offer("job")
     calls: list[int] = []
 
@@ -233,6 +239,7 @@ def test_a_peer_claim_between_check_and_claim_is_not_seized_back(harness: Harnes
     from impl.workqueue.node import QueueNode
 
     harness.configure(gates=gates(guarded, "atomic_renew"))
+    harness.check_order = False  # b's reclaim by hand, with no invocation
     entry = harness.offer("x")
     a = QueueNode(harness.queue, "a", harness.clock, harness.settings, harness.gates)
     inv = a.poll_and_admit()
@@ -250,7 +257,6 @@ def test_a_peer_claim_between_check_and_claim_is_not_seized_back(harness: Harnes
         assert harness.queue.reclaim("b", harness.clock.now_ms(), FAST.visibility_timeout_ms)
     a.heartbeat()
     owner = harness.queue.pending_owner(entry)
-    harness.check_order = False  # b's reclaim by hand, with no invocation
     if guarded:
         assert inv.lost and owner == "b"
     else:
