@@ -147,7 +147,7 @@ def run(config: RunConfig) -> dict[str, Any]:
                                   run=f"workqueue run {prefix}", features=["handler_throws"])
     queue_path = recording.export(Path(config.trace_dir) / f"workqueue-run-{prefix}.ndjson", queue, system="workqueue",
                                   settings=config.settings, gates=config.gates, nodes=["client", *names],
-                                  run=f"workqueue run {prefix} (queue view)", features=["handler_throws"])
+                                  run=f"workqueue run {prefix} (queue view)")
     events = queue.events()
     out = analysis.summary(events, statuses, external)
     out["seconds"] = round(elapsed, 3)

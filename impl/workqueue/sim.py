@@ -341,7 +341,9 @@ class Simulation:
             feats.append("close")
         if cfg.system == "command" and cfg.cancels:
             feats.append("cancellation")
-        if any(ev["op"] == "invoke_end" and (ev.get("args") or {}).get("result") == "threw" for ev in self.events):
+        # A throw mid-attempt is outside CommandQueue.tla's attempts (the queue spec has it).
+        if view == "command" and any(ev["op"] == "invoke_end" and (ev.get("args") or {}).get("result") == "threw"
+                                     for ev in self.events):
             feats.append("handler_throws")
         return recording.export(path, self.queue, system=view, settings=cfg.settings, gates=cfg.gates,
                                 nodes=["producer" if cfg.system == "workqueue" else "client", *cfg.nodes],
