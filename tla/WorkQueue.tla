@@ -57,7 +57,8 @@ ASSUME /\ Permits \in Nat \ {0}
        /\ MaxFaults \in Nat
        /\ NoOne \notin Consumers
        /\ \A g \in {RenewOwnerCheck, RenewPastMaxProc, InvocationScopedPermits, AtomicRenew,
-                    HeartbeatOn, CloseWaitsForHandlers, CrashFault, PauseFault, LagFault, AckFailFault, RejectFault, CloseFault} :
+                    HeartbeatOn, CloseWaitsForHandlers, CrashFault, PauseFault, LagFault,
+                    AckFailFault, RejectFault, CloseFault} :
               g \in BOOLEAN
 
 Statuses == {"unsent", "new", "pending", "gone"}
@@ -67,13 +68,13 @@ Results  == {"done", "not_done", "threw"}
 -----------------------------------------------------------------------------
 (* The store: the stream and its consumer group's pending-entries list.     *)
 VARIABLES
-    status,      \* [Entries -> Statuses]: unsent, in the stream undelivered, in the PEL, acked+deleted
+    status,      \* [Entries -> Statuses]: not offered, undelivered, in the PEL, acked+deleted
     owner,       \* [Entries -> Consumers \cup {NoOne}]: the PEL owner
     idle,        \* [Entries -> 0..VT]: now - last_touched, saturated at VT
     deliveries   \* [Entries -> 0..MaxDeliveries]: the PEL delivery count (saturated)
 storeVars == <<status, owner, idle, deliveries>>
 
-(* The consumers (impl/workqueue/consumer.py): what each process holds.     *)
+(* The consumers (impl/workqueue/node.py, consumer.py): what each holds.   *)
 VARIABLES
     mode,        \* [Consumers -> Modes]
     inbox,       \* [Consumers -> SUBSET Entries]: delivered, handed to the executor
@@ -174,7 +175,8 @@ ReceiveNew(c, e) ==
     /\ status[e] = "new"
     /\ status' = [status EXCEPT ![e] = "pending"]
     /\ Deliver(c, e)
-    /\ UNCHANGED <<mode, active, toAck, toRelease, lagging, stalled, lost, checked, elapsed, faults>>
+    /\ UNCHANGED <<mode, active, toAck, toRelease, lagging, stalled, lost, checked, elapsed,
+                   faults>>
 
 \* reclaim: XAUTOCLAIM queue g c VT cursor COUNT 1 (an entry idle for VT changes owner)
 Reclaim(c, e) ==
