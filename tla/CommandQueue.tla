@@ -40,6 +40,7 @@ CONSTANTS
 CONSTANTS
     AtomicPutIfOwner,    \* owner check and state write in one script (else two steps)
     RepairOnResubmit,    \* submit offers a message even when the state already exists
+    AttemptGuard,        \* a delivery takes the command's attempt guard at all
     TerminalCheck,       \* a delivery that reads a terminal status (or none) only acks
     CancelTakesGuard,    \* cancel is refused while an attempt holds the guard
     ExternalIdempotent,  \* the remote honours the idempotency key (a cooperative remote)
@@ -54,8 +55,8 @@ CONSTANTS
 ASSUME /\ MaxSubmits \in Nat \ {0}
        /\ MaxFaults \in Nat
        /\ NoOne \notin Workers \cup Commands
-       /\ \A g \in {AtomicPutIfOwner, RepairOnResubmit, TerminalCheck, CancelTakesGuard,
-                    ExternalIdempotent, CancelOn,
+       /\ \A g \in {AtomicPutIfOwner, RepairOnResubmit, AttemptGuard, TerminalCheck,
+                    CancelTakesGuard,                    ExternalIdempotent, CancelOn,
                     CrashFault, PauseFault, ClientCrashFault} : g \in BOOLEAN
 
 Terminal == {"SUCCEEDED", "FAILED", "CANCELLED"}
@@ -221,15 +222,20 @@ Reclaim(w, k) ==
     /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, stale, checked, historyVars>>
 
 \* guard_take: SET cmd-attempt:<id> <attempt> NX PX, then read the state. A delivery that
-\* finds the guard taken (busy) leaves its message pending.
+\* finds the guard taken (busy) leaves its message pending. Without the attempt guard this
+\* is only the read (the reference logs no guard_take then).
 GuardTake(w) ==
     LET k == cmdOf[w] IN
     /\ Running(w) /\ pc[w] = "take"
-    /\ IF guard[k] = NoOne
-         THEN /\ guard' = [guard EXCEPT ![k] = w]                              \* taken
+    /\ CASE ~AttemptGuard ->                                                 \* read only
+              /\ pc' = [pc EXCEPT ![w] = NextPC(status[k])]
+              /\ UNCHANGED <<guard, cmdOf, checked, stale>>
+         [] guard[k] = NoOne ->                                               \* taken
+              /\ guard' = [guard EXCEPT ![k] = w]
               /\ pc' = [pc EXCEPT ![w] = NextPC(status[k])]
               /\ UNCHANGED <<cmdOf, checked, stale>>
-         ELSE /\ EndAttempt(w)                                                 \* busy
+         [] OTHER ->                                                          \* busy
+              /\ EndAttempt(w)
               /\ UNCHANGED guard
     /\ UNCHANGED <<status, fresh, msgs, externalVars, clientVars, wmode, historyVars>>
 
@@ -239,7 +245,7 @@ GuardTake(w) ==
 \* leaves its message pending.
 GuardRenew(w) ==
     LET k == cmdOf[w] IN
-    /\ Running(w)
+    /\ AttemptGuard /\ Running(w)
     /\ pc[w] \notin {"idle", "take", "ack"}
     /\ IF guard[k] = w
          THEN /\ stale' = [stale EXCEPT ![w] = FALSE]                          \* renewed
@@ -252,7 +258,7 @@ PutCheck(w) ==
     LET k == cmdOf[w] IN
     /\ ~AtomicPutIfOwner
     /\ Running(w) /\ pc[w] \in {"submit", "process", "finish"} /\ ~checked[w]
-    /\ IF guard[k] = w
+    /\ IF guard[k] = w \/ ~AttemptGuard
          THEN /\ checked' = [checked EXCEPT ![w] = TRUE]
               /\ UNCHANGED <<pc, cmdOf, stale>>
          ELSE EndAttempt(w)
@@ -265,7 +271,7 @@ PutIfOwner(w, s) ==
     /\ Running(w) /\ pc[w] \in {"submit", "process", "finish"}
     /\ s \in Targets(pc[w])
     /\ AtomicPutIfOwner \/ checked[w]
-    /\ IF ~AtomicPutIfOwner \/ guard[k] = w
+    /\ IF ~AtomicPutIfOwner \/ ~AttemptGuard \/ guard[k] = w
          THEN /\ Wrote(w, k, s)                                                \* written
               /\ pc' = [pc EXCEPT ![w] = AfterWrite(pc[w])]
               /\ checked' = [checked EXCEPT ![w] = FALSE]
