@@ -44,6 +44,7 @@ CONSTANTS
     InvocationScopedPermits,  \* a permit is held only while one handler call runs
     AtomicRenew,              \* XPENDING and XCLAIM in one Lua script (else two steps)
     HeartbeatOn,              \* active invocations are renewed every VT/3 at all
+    ReclaimRetries,           \* polls try XAUTOCLAIM for entries idle for VT at all
     CloseWaitsForHandlers     \* close keeps renewing until running handlers return
 
 \* Faults: which hidden failures may happen (each costs one of MaxFaults).
@@ -57,8 +58,8 @@ ASSUME /\ Permits \in Nat \ {0}
        /\ MaxFaults \in Nat
        /\ NoOne \notin Consumers
        /\ \A g \in {RenewOwnerCheck, RenewPastMaxProc, InvocationScopedPermits, AtomicRenew,
-                    HeartbeatOn, CloseWaitsForHandlers, CrashFault, PauseFault, LagFault,
-                    AckFailFault, RejectFault, CloseFault} :
+                    HeartbeatOn, ReclaimRetries, CloseWaitsForHandlers, CrashFault, PauseFault,
+                    LagFault, AckFailFault, RejectFault, CloseFault} :
               g \in BOOLEAN
 
 Statuses == {"unsent", "new", "pending", "gone"}
@@ -180,6 +181,7 @@ ReceiveNew(c, e) ==
 
 \* reclaim: XAUTOCLAIM queue g c VT cursor COUNT 1 (an entry idle for VT changes owner)
 Reclaim(c, e) ==
+    /\ ReclaimRetries
     /\ Polling(c) /\ FreePermit(c)
     /\ status[e] = "pending" /\ idle[e] = VT
     /\ e \notin inbox[c]
