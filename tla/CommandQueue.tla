@@ -1,7 +1,8 @@
 ---------------------------- MODULE CommandQueue ----------------------------
 (***************************************************************************)
 (* The command layer on top of the work queue (seed 002, "near-exactly-   *)
-(* once"; ../shared/reference/workqueue-protocol.md; impl/workqueue).     *)
+(* once"; ../shared/reference/workqueue-protocol.md; the reference is    *)
+(* impl/workqueue/commands.py and its Lua steps).                         *)
 (*                                                                         *)
 (*  client: SubmitState (SET NX) --> Offer (XADD) --> stream              *)
 (*  worker: ReceiveNew/Reclaim --> GuardTake --+--> PutIfOwner SUBMITTING  *)

@@ -10,7 +10,4 @@ EXTENDS CommandQueue, TLC
 \* (never with liveness properties, which TLC cannot check under symmetry).
 Symm == Permutations(Workers) \cup Permutations(Commands)
 
-\* The external call counter is the one variable the protocol does not bound by itself
-\* (an uncooperative remote is called again after every interrupted submission).
-StateBound == \A k \in Commands : extCalls[k] <= MaxFaults + 1
 =============================================================================
