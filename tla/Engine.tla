@@ -79,6 +79,13 @@ ASSUME /\ Lease \in Nat \ {0} /\ Backoff \in Nat /\ MaxClock \in Nat \ {0}
 \* counts milliseconds, replaces it by the trace's renew_interval_ms (impl/engine/worker.py).
 RenewAhead == 1
 
+\* Whether a run may end `waiting` (the workflow waits for a signal: its instance is saved,
+\* still RUNNING, and the task is finished as after a completed run, so that the signal's
+\* schedule drives it on).  FALSE in the models, which leave timers and waiting out (no
+\* WaitingIsDriven); TraceEngine replaces it by TRUE, to explain traces of workflows that
+\* wait (impl/engine/workflows.py approval).
+WaitingRuns == FALSE
+
 Terminal == {"COMPLETED", "FAILED"}
 LiveTask == {"PENDING", "RUNNING"}
 MaxTime  == MaxClock + Lease + Backoff
@@ -114,7 +121,7 @@ ClockOK == clock \in 0..MaxClock
 \* assumption (see the header); `snap` is the instance version a run read at RunStart;
 \* `owed`: a renewal adopted a rerun recorded on its lease (RenewAdoptsRerun).
 Phases  == {"none", "queued", "running", "ended", "rerun"}
-Results == {"none", "completed", "failed"}
+Results == {"none", "completed", "waiting", "failed"}
 Item == [phase : Phases, source : {"none", "memory", "store"}, version : Nat,
          lease : 0..MaxTime, retry : Nat, bound : BOOLEAN, snap : Nat,
          result : Results, renewals : Nat, owed : BOOLEAN]
@@ -374,21 +381,24 @@ RunStart(n, w) ==
 \* run_end: the handler's result (args: result) and its versioned write of the instance,
 \* saved only over the version the run read and only on a RUNNING instance (else
 \* conflict: nothing is written).  A handler fails only on a RUNNING instance (a terminal
-\* one gives it nothing to do).  A run that owes a rerun (RenewAdoptsRerun) and did not
-\* fail runs again at once instead of finishing.
+\* one gives it nothing to do); so does waiting (WaitingRuns).  A run that owes a rerun
+\* (RenewAdoptsRerun) and did not fail runs again at once instead of finishing.
 RunEnd(n, w) ==
     /\ work[n][w].phase = "running"
     /\ LET fresh == instance[w].status = "RUNNING" /\ instance[w].version = work[n][w].snap
            canFail == instance[w].status = "RUNNING" /\ budget.user > 0
-       IN \E result \in IF canFail THEN {"completed", "failed"} ELSE {"completed"} :
+           canWait == instance[w].status = "RUNNING" /\ WaitingRuns
+           results == {"completed"} \cup (IF canFail THEN {"failed"} ELSE {})
+                                    \cup (IF canWait THEN {"waiting"} ELSE {})
+       IN \E result \in results :
             /\ instance' = [instance EXCEPT ![w] =
                  CASE fresh /\ result = "completed" ->
                         [status |-> "COMPLETED", version |-> @.version + 1]
-                   [] fresh /\ result = "failed" -> [@ EXCEPT !.version = @ + 1]
+                   [] fresh /\ result \in {"failed", "waiting"} -> [@ EXCEPT !.version = @ + 1]
                    [] OTHER -> @]
             /\ budget' = [budget EXCEPT !.user = IF result = "failed" THEN @ - 1 ELSE @]
             /\ work' = [work EXCEPT ![n][w] =
-                 IF result = "completed" /\ @.owed
+                 IF result # "failed" /\ @.owed
                  THEN [@ EXCEPT !.phase = "rerun", !.owed = FALSE]
                  ELSE [@ EXCEPT !.phase = "ended", !.result = result]]
     /\ UNCHANGED <<task, clock, queue, starter, signaller, sigRead>>
@@ -428,7 +438,7 @@ FinishOutcome(n, w) ==
 \* held -> a rerun was recorded on our lease -> run again at once; else lease lost.
 Remove(n, w) ==
     /\ work[n][w].phase = "ended"
-    /\ work[n][w].result = "completed"
+    /\ work[n][w].result \in {"completed", "waiting"}
     /\ LET o == FinishOutcome(n, w) IN
        /\ task' = IF o = "ok" THEN [task EXCEPT ![w] = NoRow] ELSE task
        /\ work' = [work EXCEPT ![n][w] =

@@ -74,8 +74,33 @@ Agrees(outcome, extra) ==
                      instance |-> <<InstanceView(instance'[W]), E.state.instance>>,
                      task |-> <<TaskView(task'[W]), E.state.task>>] @@ extra)
 
-\* The line is explained: advance the cursor (last, so that it prints only on success).
+\* The workflow waits for a signal: its last saved run ended `waiting` and no signal has
+\* updated the instance since.
+WaitsForSignal ==
+    LET saved == {k \in 1..Lines : Traces[t][k].op = "run_end" /\ Traces[t][k].outcome = "saved"}
+        last == CHOOSE k \in saved : \A j \in saved : j <= k
+    IN /\ saved # {}
+       /\ Traces[t][last].args.result = "waiting"
+       /\ ~\E k \in (last + 1)..Lines :
+              Traces[t][k].op = "update_instance" /\ Traces[t][k].outcome = "updated"
+
+\* RunningIsDriven where a trace ends: a RUNNING workflow that no row, queued copy, run or
+\* caller between its writes will drive, and that does not wait for a signal, is stranded
+\* (the lost rerun signal of BUMP_TASK_VERSION_ON_HONORED_LEASE off, say).  A finite trace
+\* cannot show a liveness violation in general; this one it can, because nothing is left
+\* that could ever move the workflow.
+Stranded ==
+    /\ instance[W].status = "RUNNING"
+    /\ task[W].status \notin LiveTask
+    /\ \A n \in Nodes : /\ queue[n][W].phase = "none" /\ work[n][W].phase = "none"
+                       /\ starter[n][W] \notin {"created", "recovering"}
+                       /\ signaller[n][W] # "updated"
+    /\ ~WaitsForSignal
+
+\* The line is explained: advance the cursor; at the last line the workflow must not be
+\* stranded.  Consumed last, so that it prints only on success.
 Step == /\ l' = l + 1 /\ UNCHANGED t
+        /\ l + 1 = Lines => Match(t, l + 1, [stranded_at_end |-> <<Stranded', FALSE>>])
         /\ Consumed(t, l + 1, Lines)
 
 -----------------------------------------------------------------------------
@@ -148,13 +173,22 @@ RunStartOverOwnRun ==
     /\ Match(t, l + 1, [runs_in_progress |-> <<RunsAfter(1), OneRun>>])
     /\ FALSE
 
+\* The result RunEnd chose, read from the state it left.  A stale run that owes a rerun
+\* leaves the same state whether it completed or waited: then either is the logged one.
+RunResult(n) ==
+    CASE budget'.user < budget.user -> "failed"
+      [] work'[n][W].phase = "ended" -> work'[n][W].result
+      [] instance'[W].status = "COMPLETED" /\ instance[W].status # "COMPLETED" -> "completed"
+      [] instance'[W].version > instance[W].version -> "waiting"
+      [] Arg("result", Nil) \in {"completed", "waiting"} -> Arg("result", Nil)
+      [] OTHER -> "completed"
+
 IsRunEnd ==
     /\ Logged("run_end")
     /\ RunEnd(E.node, W)
     /\ Agrees(IF instance[W].status = "RUNNING" /\ instance[W].version = work[E.node][W].snap
               THEN "saved" ELSE "conflict",
-              [result |-> <<IF budget'.user < budget.user THEN "failed" ELSE "completed",
-                            Arg("result", Nil)>>])
+              [result |-> <<RunResult(E.node), Arg("result", Nil)>>])
     /\ Step
 
 HeldOK(n) == task[W].status \in LiveTask /\ task[W].version = work[n][W].version

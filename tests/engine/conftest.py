@@ -2,6 +2,9 @@
 
 `backend` is parametrized: the same behaviour test runs against every store. MariaDB tests are
 marked `mysql` and get their own table prefix, dropped afterwards, so tests never share state.
+
+With `LEASEPROOF_TRACE_DIR` set, every test's stores are exported as traces there
+(`recording.py`; `scripts/record_traces.sh` sets it).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import pytest
 
 from impl.engine.backend import Backend, MemoryBackend
 from impl.engine.urls import open_backend
+from . import recording
 
 STORES = ["memory", "sqlite", pytest.param("mysql", marks=pytest.mark.mysql)]
 SQL_STORES = ["sqlite", pytest.param("mysql", marks=pytest.mark.mysql)]
@@ -26,11 +30,27 @@ def _open(kind: str, request: pytest.FixtureRequest, tmp_path, key_prefix: str) 
     return open_backend(url, key_prefix.replace("-", "_") + "_")
 
 
+@pytest.fixture(autouse=True)
+def record_traces(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Export the test's traces into `LEASEPROOF_TRACE_DIR`, when it is set (else nothing)."""
+    recording.start(request.node.nodeid, monkeypatch)
+    yield
+    recording.stop()
+
+
+def _flush(b: Backend) -> None:
+    # Before the store is dropped: its events are the test's traces.
+    rec = recording.active()
+    if rec is not None:
+        rec.flush(b)
+
+
 @pytest.fixture(params=STORES)
 def backend(request: pytest.FixtureRequest, tmp_path, key_prefix: str) -> Iterator[Backend]:
     """A fresh, empty store of each kind."""
     b = _open(request.param, request, tmp_path, key_prefix)
     yield b
+    _flush(b)
     b.drop_schema()
     b.close()
 
@@ -40,5 +60,6 @@ def sql_backend(request: pytest.FixtureRequest, tmp_path, key_prefix: str) -> It
     """A fresh, empty SQL store: SQLite and MariaDB."""
     b = _open(request.param, request, tmp_path, key_prefix)
     yield b
+    _flush(b)
     b.drop_schema()
     b.close()

@@ -1,0 +1,221 @@
+"""Recording the engine tests' traces when `LEASEPROOF_TRACE_DIR` is set.
+
+`scripts/record_traces.sh` runs the tests with `LEASEPROOF_TRACE_DIR=<dir>`; every store a
+test's nodes used is then exported, one trace per workflow, for `leaseproof traces check`:
+
+    <dir>/engine-tests/<test>-<wf>.ndjson            the designed engine
+    <dir>/engine-tests-gates-off/<test>-<wf>.ndjson  a protecting gate off (see UNSAFE_GATES):
+                                                     rejected wherever the test shows its bug
+
+A store whose nodes use swapped decisions (the mutant catalogue, `impl/engine/mutants.py`) is
+not exported: `leaseproof engine mutants` writes those traces on purpose.
+
+Two things tests do lie outside `tla/Engine.tla`'s callers, and their traces say so in the
+header's `features` (the checker skips them, with the reason):
+
+- `direct_calls`: the test called the store, the scheduler or the execution queue itself
+  instead of starting and signalling through a node (a caller the spec does not have);
+- `concurrent_calls`: one node had two starts, or two signals, of one workflow in flight at
+  once (the spec's callers make one call at a time per node and workflow).
+
+The header comes from the nodes the test built (`Node.__init__` is wrapped while recording):
+their names, gates (with the store's bump setting, which is the one that acts), settings, and
+the crashes the test injected (`Node.crash` is counted), so that the trace spec gets the same
+constants and crash budget as the run had.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from impl import trace
+from impl.engine import decide
+from impl.engine.export import by_workflow, engine_header, features
+from impl.engine.model import Gates, Settings
+from impl.engine.node import Node
+from impl.engine.queue import ExecutionQueue
+from impl.engine.scheduler import Scheduler
+from impl.engine.store import Store
+
+ENV = "LEASEPROOF_TRACE_DIR"
+
+# Gates whose absence lets the engine run a workflow twice or strand it (the models'
+# calibrations): traces of runs without them go apart, since a test may show the bug.
+UNSAFE_GATES = ("honour_check", "bump_task_version_on_honored_lease", "automatic_lease_renewal",
+                "renew_adopts_rerun", "recover_stranded_start")
+
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_TESTS_DIR = str(Path(__file__).resolve().parent.parent)
+
+STORE_OPS = ("create_instance", "update_instance", "schedule", "fetch", "renew", "remove",
+             "reschedule_retry", "mark_failed", "run_start", "run_end")
+SCHEDULER_CALLS = ("schedule_with_outcome", "schedule", "schedule_in_memory", "lease", "fetch",
+                   "renew_lease", "remove", "reschedule_for_retry", "mark_as_failed")
+QUEUE_CALLS = ("schedule", "offer")
+
+
+def trace_dir() -> Path | None:
+    """Where to record, or None when recording is off."""
+    value = os.environ.get(ENV, "").strip()
+    return Path(value) if value else None
+
+
+@dataclass
+class StoreRun:
+    """What a test did on one backend: its nodes, their gates and settings, the crashes."""
+
+    backend: Any
+    nodes: list[str] = field(default_factory=list)
+    gates: Gates | None = None
+    settings: Settings | None = None
+    crashes: int = 0
+    mutant: bool = False
+    features: set[str] = field(default_factory=set)
+    in_flight: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    written: bool = False
+
+
+class Recorder:
+    """Collects the backends a test's nodes used, and writes their traces once."""
+
+    def __init__(self, directory: Path, test_id: str) -> None:
+        self.directory = directory
+        self.run = _SAFE.sub("_", test_id).strip("_")
+        self.runs: dict[int, StoreRun] = {}
+
+    def saw_node(self, node: Node) -> None:
+        """A node was built: remember its store and its configuration."""
+        store = node.store
+        r = self.runs.setdefault(id(store.backend), StoreRun(store.backend))
+        if node.name not in r.nodes:
+            r.nodes.append(node.name)
+        if r.gates is None:
+            r.gates = replace(node.gates, bump_task_version_on_honored_lease=store.bump)
+            r.settings = node.settings
+        r.mutant = r.mutant or store.decide is not decide
+
+    def saw_direct_call(self, backend: Any) -> None:
+        """A test called a store, scheduler or queue operation itself."""
+        r = self.runs.get(id(backend))
+        if r is not None:
+            r.features.add("direct_calls")
+
+    def call_begins(self, node: Node, wf: str, kind: str) -> None:
+        """A start or signal of `wf` on `node` began; two at once are `concurrent_calls`."""
+        r = self.runs.get(id(node.store.backend))
+        if r is None:
+            return
+        key = (node.name, wf, kind)
+        r.in_flight[key] = r.in_flight.get(key, 0) + 1
+        if r.in_flight[key] > 1:
+            r.features.add("concurrent_calls")
+
+    def call_ends(self, node: Node, wf: str, kind: str) -> None:
+        """That call returned, failed or was killed by a crash."""
+        r = self.runs.get(id(node.store.backend))
+        if r is not None:
+            r.in_flight[(node.name, wf, kind)] -= 1
+
+    def saw_crash(self, node: Node) -> None:
+        """A node crashed: the traces of its store get one more crash in their budget."""
+        r = self.runs.get(id(node.store.backend))
+        if r is not None:
+            r.crashes += 1
+
+    def flush(self, backend: Any | None = None) -> list[Path]:
+        """Write the traces of `backend` (default: every backend not yet written)."""
+        paths: list[Path] = []
+        for index, (key, r) in enumerate(self.runs.items()):
+            if r.written or (backend is not None and key != id(backend)):
+                continue
+            r.written = True
+            if r.mutant or r.gates is None or r.settings is None:
+                continue
+            events = r.backend.read_events()
+            if not events:
+                continue
+            unsafe = any(not getattr(r.gates, g) for g in UNSAFE_GATES)
+            where = self.directory / ("engine-tests-gates-off" if unsafe else "engine-tests")
+            names = sorted(set(r.nodes) | {e.node for e in events})
+            run = self.run if len(self.runs) == 1 else f"{self.run}-store{index}"
+            for wf, evs in by_workflow(events).items():
+                head = engine_header(r.gates, r.settings, names, f"{run}/{wf}",
+                                     sorted(set(features(evs)) | r.features), r.crashes)
+                path = where / (_SAFE.sub("_", f"{run}-{wf}") + ".ndjson")
+                paths.append(trace.write(path, head, (e.line() for e in evs)))
+        return paths
+
+
+_active: Recorder | None = None
+
+
+def active() -> Recorder | None:
+    """The recorder of the running test, if recording is on."""
+    return _active
+
+
+def start(test_id: str, monkeypatch: Any) -> Recorder | None:
+    """Begin recording for one test (wraps `Node.__init__` and `Node.crash`); None when off."""
+    global _active
+    directory = trace_dir()
+    if directory is None:
+        return None
+    rec = Recorder(directory, test_id)
+    init, crash = Node.__init__, Node.crash
+
+    def recording_init(self: Node, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        rec.saw_node(self)
+
+    def recording_crash(self: Node) -> None:
+        rec.saw_crash(self)
+        crash(self)
+
+    monkeypatch.setattr(Node, "__init__", recording_init)
+    monkeypatch.setattr(Node, "crash", recording_crash)
+    for cls, names, backend_of in ((Store, STORE_OPS, lambda o: o.backend),
+                                   (Scheduler, SCHEDULER_CALLS, lambda o: o.store.backend),
+                                   (ExecutionQueue, QUEUE_CALLS, lambda o: o.scheduler.store.backend)):
+        for name in names:
+            monkeypatch.setattr(cls, name, _direct_call_watch(rec, getattr(cls, name), backend_of))
+    for kind in ("start", "signal"):
+        monkeypatch.setattr(Node, kind, _call_watch(rec, getattr(Node, kind), kind))
+    _active = rec
+    return rec
+
+
+def _direct_call_watch(rec: Recorder, method: Any, backend_of: Any) -> Any:
+    """`method`, noting calls made straight from a test file (not through a node)."""
+
+    def watched(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if sys._getframe(1).f_code.co_filename.startswith(_TESTS_DIR):
+            rec.saw_direct_call(backend_of(self))
+        return method(self, *args, **kwargs)
+
+    return watched
+
+
+def _call_watch(rec: Recorder, method: Any, kind: str) -> Any:
+    """`Node.start` or `Node.signal` (fibers), counting the calls of a node in flight."""
+
+    def watched(self: Node, wf: str, *args: Any, **kwargs: Any) -> Any:
+        rec.call_begins(self, wf, kind)
+        try:
+            return (yield from method(self, wf, *args, **kwargs))
+        finally:
+            rec.call_ends(self, wf, kind)
+
+    return watched
+
+
+def stop() -> None:
+    """Write what is left and end recording for this test."""
+    global _active
+    if _active is not None:
+        _active.flush()
+    _active = None
