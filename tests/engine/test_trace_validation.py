@@ -1,0 +1,131 @@
+"""The engine's traces against its trace spec (`tla/TraceEngine.tla`), with TLC.
+
+Every trace below is checked in one call of `check_traces` (a TLC run per group of headers, the
+groups side by side), so the module pays TLC's start-up a few times, not once per trace:
+
+- the known traces of `traces/corpus/engine/` keep their verdicts;
+- seeded simulations of the designed engine (waiting runs, pauses, crashes, the in-memory
+  signal path) and one on SQLite are accepted;
+- with the seed's fix off, a simulation that runs a workflow twice at once is rejected exactly
+  at the `run_start` of the second run, which the test finds in the trace itself.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.check.runner import Tlc
+from conformance.traces.check import check_traces
+from conformance.traces.read import parse_trace, read_trace_file
+from conformance.traces.system import load_systems
+from conformance.traces.trace import Trace, TraceKind, TraceVerdict
+from impl.engine.model import Gates
+from impl.engine.simulate import Faults, simulate
+from impl.engine.urls import open_backend
+
+from . import recording
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "traces" / "corpus" / "engine"
+FIX_OFF = Gates(honour_check=False, force_signal_workflow_exec_in_scheduler=False)
+
+
+def second_run_start(text: str) -> int | None:
+    """The `seq` of the first `run_start` while another run of the workflow is in progress."""
+    open_runs = 0
+    for line in text.splitlines():
+        e = json.loads(line)
+        if e["kind"] != "event":
+            continue
+        if e["op"] == "run_start":
+            if open_runs:
+                return int(e["seq"])
+            open_runs += 1
+        elif e["op"] == "run_end":
+            open_runs -= 1
+    return None
+
+
+def traces_of(run, label: str) -> list[Trace]:
+    out = []
+    for wf, text in run.traces.items():
+        t = parse_trace(text, f"{label}/{wf}")
+        assert isinstance(t, Trace), t
+        out.append(t)
+    return out
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """Every trace of this module, checked in one call; verdicts by source, and what to expect."""
+    corpus = {str(p): kind for kind in (TraceKind.ACCEPTED, TraceKind.REJECTED)
+              for p in sorted((CORPUS / kind.value).glob("*.ndjson"))}
+    good: list[Trace] = []
+    for seed in range(3):  # waiting runs, pauses; one seed with crashes
+        faults = Faults(crash=0.0005, pause=0.01) if seed == 2 else Faults(pause=0.01)
+        good += traces_of(simulate(seed=seed, workflows=6, faults=faults, max_steps=20_000), f"sim{seed}")
+    good += traces_of(simulate(seed=3, workflows=6, gates=Gates(force_signal_workflow_exec_in_scheduler=False),
+                               faults=Faults(pause=0.01)), "inmem-signal")
+    db = tmp_path_factory.mktemp("sqlite") / "engine.db"
+    good += traces_of(simulate(seed=4, workflows=4, backend=open_backend(f"sqlite:///{db}")), "sqlite")
+    bug = simulate(seed=22, workflows=8, gates=FIX_OFF, waiting_fraction=0.0, faults=Faults(pause=0.01))
+    assert bug.sim.monitor.overlaps > 0, "the fix-off simulation must run some workflow twice at once"
+    double = {f"fix-off/{wf}": second_run_start(text) for wf, text in bug.traces.items()}
+    bad = [t for t in traces_of(bug, "fix-off") if double[t.source] is not None]
+    items: list[Trace | TraceVerdict] = [read_trace_file(Path(p)) for p in corpus] + good + bad
+    verdicts = check_traces(items, load_systems(ROOT), Tlc.locate())
+    return {"verdicts": {v.source: v for v in verdicts}, "corpus": corpus, "good": good, "bad": bad,
+            "double": double}
+
+
+pytestmark = pytest.mark.tlc
+
+
+def test_the_corpus_keeps_its_verdicts(checked) -> None:
+    assert len(checked["corpus"]) >= 8
+    wrong = {src: v.describe() for src, v in checked["verdicts"].items()
+             if src in checked["corpus"] and v.kind is not checked["corpus"][src]}
+    assert wrong == {}
+
+
+def test_simulated_and_sqlite_traces_of_the_designed_engine_are_accepted(checked) -> None:
+    good = checked["good"]
+    assert len(good) >= 20
+    not_accepted = {t.source: checked["verdicts"][t.source].describe() for t in good
+                    if checked["verdicts"][t.source].kind is not TraceKind.ACCEPTED}
+    assert not_accepted == {}
+    # Not vacuous: the accepted traces took the interesting paths.
+    ops = {(e["op"], e["outcome"]) for t in good for e in t.events}
+    assert {("schedule", "bumped"), ("schedule_in_memory", "bumped"), ("renew", "renewed")} <= ops
+    assert any(e["op"] == "run_end" and e["args"]["result"] == "waiting" for t in good for e in t.events)
+
+
+def test_with_the_fix_off_a_double_run_is_rejected_at_the_second_run_start(checked) -> None:
+    bad = checked["bad"]
+    assert bad
+    for t in bad:
+        v = checked["verdicts"][t.source]
+        assert v.kind is TraceKind.REJECTED, (t.source, v.describe())
+        assert (v.line, v.op) == (checked["double"][t.source], "run_start"), (t.source, v.describe())
+
+
+def test_recording_writes_one_trace_per_workflow_with_the_runs_header(tmp_path: Path, monkeypatch) -> None:
+    if recording.active() is not None:
+        pytest.skip("recording is on for the whole session; this test starts its own recorder")
+    monkeypatch.setenv(recording.ENV, str(tmp_path))
+    rec = recording.start("tests/engine/x.py::test_y[memory]", monkeypatch)
+    assert rec is not None
+    try:
+        run = simulate(seed=1, workflows=2, gates=Gates(renew_adopts_rerun=True), faults=Faults(pause=0.01))
+        run.sim.crash("n1")
+    finally:
+        recording.stop()
+    paths = sorted((tmp_path / "engine-tests").glob("*.ndjson"))
+    assert len(paths) == len(run.traces) == 2
+    head = json.loads(paths[0].read_text().splitlines()[0])
+    assert head["nodes"] == ["n1", "n2"] and head["settings"]["node_crashes"] == 1
+    assert head["gates"] == run.sim.gates.header()
+    assert "direct_calls" not in head.get("features", [])
