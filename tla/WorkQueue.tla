@@ -44,6 +44,7 @@ CONSTANTS
     InvocationScopedPermits,  \* a permit is held only while one handler call runs
     AtomicRenew,              \* XPENDING and XCLAIM in one Lua script (else two steps)
     HeartbeatOn,              \* active invocations are renewed every VT/3 at all
+    CleanupOnAckFailure,      \* an ack that throws still ends the invocation's record
     ReclaimRetries,           \* polls try XAUTOCLAIM for entries idle for VT at all
     CloseWaitsForHandlers     \* close keeps renewing until running handlers return
 
@@ -58,8 +59,8 @@ ASSUME /\ Permits \in Nat \ {0}
        /\ MaxFaults \in Nat
        /\ NoOne \notin Consumers
        /\ \A g \in {RenewOwnerCheck, RenewPastMaxProc, InvocationScopedPermits, AtomicRenew,
-                    HeartbeatOn, ReclaimRetries, CloseWaitsForHandlers, CrashFault, PauseFault,
-                    LagFault, AckFailFault, RejectFault, CloseFault} :
+                    HeartbeatOn, CleanupOnAckFailure, ReclaimRetries, CloseWaitsForHandlers,
+                    CrashFault, PauseFault, LagFault, AckFailFault, RejectFault, CloseFault} :
               g \in BOOLEAN
 
 Statuses == {"unsent", "new", "pending", "gone"}
@@ -85,11 +86,12 @@ VARIABLES
     toRelease,   \* [Consumers -> SUBSET Entries]: ended not done / threw, touch not yet committed
     lagging,     \* [Consumers -> SUBSET Entries]: invocations whose lease may have lapsed unnoticed
     stalled,     \* [Consumers -> SUBSET Entries]: hand-offs caught by a pause (likewise)
+    leaked,      \* [Consumers -> SUBSET Entries]: records of ended calls kept after a failed ack
     lost,        \* [Consumers -> SUBSET Entries]: invocations whose renewal was refused
     checked,     \* [Consumers -> SUBSET Entries]: two-step renewal between XPENDING and XCLAIM
     elapsed      \* [Consumers -> [Entries -> 0..MaxProc]]: invocation age (old design only)
-consumerVars == <<mode, inbox, active, permits, toAck, toRelease, lagging, stalled, lost, checked,
-                 elapsed>>
+consumerVars == <<mode, inbox, active, permits, toAck, toRelease, lagging, stalled, leaked, lost,
+                 checked, elapsed>>
 
 VARIABLE faults  \* faults injected so far
 vars == <<storeVars, consumerVars, faults>>
@@ -100,7 +102,8 @@ TypeOK ==
     /\ idle \in [Entries -> 0..VT]
     /\ deliveries \in [Entries -> 0..MaxDeliveries]
     /\ mode \in [Consumers -> Modes]
-    /\ \A v \in {inbox, active, permits, toAck, toRelease, lagging, stalled, lost, checked} :
+    /\ \A v \in {inbox, active, permits, toAck, toRelease, lagging, stalled, leaked, lost,
+                 checked} :
            v \in [Consumers -> SUBSET Entries]
     /\ elapsed \in [Consumers -> [Entries -> 0..MaxProc]]
     /\ faults \in 0..MaxFaults
@@ -115,7 +118,8 @@ CanFault(gate) == gate /\ faults < MaxFaults
 \* The permits a consumer holds after a step: invocation-scoped permits cover the hand-off
 \* and the call; the old design's permit stays with the message until it is acked.
 PermitsAfter(c, newInbox, newActive) ==
-    IF InvocationScopedPermits THEN newInbox \cup newActive ELSE permits[c] \cup newInbox
+    IF InvocationScopedPermits THEN newInbox \cup newActive \cup leaked[c]
+    ELSE permits[c] \cup newInbox
 
 \* Whether the heartbeat still renews an invocation (the old design stopped at MaxProc; a
 \* close that does not wait for handlers stops it at once).
@@ -130,12 +134,17 @@ Heartbeats(c, e) ==
 \* learns it at its next heartbeat and never takes the entry back.
 Holds(c, e) == e \in active[c] /\ e \notin lagging[c] /\ e \notin lost[c]
 
+\* The records the heartbeat renews: running calls, and with CleanupOnAckFailure off the
+\* leaked records of calls whose ack failed (renewed forever, as in the old code).
+Renewing(c) == active[c] \cup leaked[c]
+
 \* Entries whose lease the running process keeps fresh: Tick may not let them reach VT.
 Protected(e) ==
     \E c \in Consumers :
         /\ Up(c)
         /\ \/ e \in inbox[c] /\ e \notin stalled[c]     \* the hand-off is prompt
-           \/ Holds(c, e) /\ Heartbeats(c, e) /\ owner[e] = c
+           \/ /\ e \in Renewing(c) /\ e \notin lagging[c] /\ e \notin lost[c]
+              /\ Heartbeats(c, e) /\ owner[e] = c
 
 -----------------------------------------------------------------------------
 Init ==
@@ -151,6 +160,7 @@ Init ==
     /\ toRelease = [c \in Consumers |-> {}]
     /\ lagging = [c \in Consumers |-> {}]
     /\ stalled = [c \in Consumers |-> {}]
+    /\ leaked = [c \in Consumers |-> {}]
     /\ lost = [c \in Consumers |-> {}]
     /\ checked = [c \in Consumers |-> {}]
     /\ elapsed = [c \in Consumers |-> [e \in Entries |-> 0]]
@@ -176,8 +186,8 @@ ReceiveNew(c, e) ==
     /\ status[e] = "new"
     /\ status' = [status EXCEPT ![e] = "pending"]
     /\ Deliver(c, e)
-    /\ UNCHANGED <<mode, active, toAck, toRelease, lagging, stalled, lost, checked, elapsed,
-                   faults>>
+    /\ UNCHANGED <<mode, active, toAck, toRelease, lagging, stalled, leaked, lost, checked,
+                   elapsed, faults>>
 
 \* reclaim: XAUTOCLAIM queue g c VT cursor COUNT 1 (an entry idle for VT changes owner)
 Reclaim(c, e) ==
@@ -186,8 +196,8 @@ Reclaim(c, e) ==
     /\ status[e] = "pending" /\ idle[e] = VT
     /\ e \notin inbox[c]
     /\ Deliver(c, e)
-    /\ UNCHANGED <<status, mode, active, toAck, toRelease, lagging, stalled, lost, checked, elapsed,
-                   faults>>
+    /\ UNCHANGED <<status, mode, active, toAck, toRelease, lagging, stalled, leaked, lost,
+                   checked, elapsed, faults>>
 
 \* invoke_start: the executor runs the handler (outcome started), drops an entry this node
 \* already runs (duplicate_dropped, a self-reclaim after heartbeat lag), or rejects it
@@ -197,19 +207,19 @@ InvokeStart(c, e) ==
     /\ Up(c) /\ e \in inbox[c]
     /\ inbox' = [inbox EXCEPT ![c] = @ \ {e}]
     /\ stalled' = [stalled EXCEPT ![c] = @ \ {e}]
-    /\ \/ /\ e \in active[c]                                   \* duplicate_dropped
+    /\ \/ /\ e \in Renewing(c)                                 \* duplicate_dropped
           /\ UNCHANGED <<active, lagging, elapsed, faults>>
-       \/ /\ e \notin active[c] /\ CanFault(RejectFault)         \* rejected
+       \/ /\ e \notin Renewing(c) /\ CanFault(RejectFault)       \* rejected
           /\ faults' = faults + 1
           /\ UNCHANGED <<active, lagging, elapsed>>
-       \/ /\ e \notin active[c]                                  \* started
+       \/ /\ e \notin Renewing(c)                                \* started
           /\ active' = [active EXCEPT ![c] = @ \cup {e}]
           /\ elapsed' = [elapsed EXCEPT ![c][e] = 0]
           /\ lagging' = [lagging EXCEPT ![c] =
                             IF e \in stalled[c] THEN @ \cup {e} ELSE @ \ {e}]
           /\ UNCHANGED faults
     /\ permits' = [permits EXCEPT ![c] = PermitsAfter(c, inbox'[c], active'[c])]
-    /\ UNCHANGED <<storeVars, mode, toAck, toRelease, lost, checked>>
+    /\ UNCHANGED <<storeVars, mode, toAck, toRelease, leaked, lost, checked>>
 
 \* invoke_end: the handler returns true (done), false (not_done) or throws; the permit
 \* is released. A handler may stay not done only below MaxDeliveries deliveries, so that
@@ -227,13 +237,13 @@ InvokeEnd(c, e, r) ==
          ELSE /\ toRelease' = [toRelease EXCEPT ![c] = @ \cup {e}]
               /\ UNCHANGED toAck
     /\ permits' = [permits EXCEPT ![c] = PermitsAfter(c, inbox[c], active'[c])]
-    /\ UNCHANGED <<storeVars, mode, inbox, stalled, checked, faults>>
+    /\ UNCHANGED <<storeVars, mode, inbox, stalled, leaked, checked, faults>>
 
 \* renew (the heartbeat, one Lua script): XPENDING for the entry and, only if we still own
 \* it, XCLAIM queue g c 0 id JUSTID. Without the owner check it claims regardless.
 Renew(c, e) ==
     /\ AtomicRenew
-    /\ Up(c) /\ e \in active[c] /\ e \notin lost[c] /\ Heartbeats(c, e)
+    /\ Up(c) /\ e \in Renewing(c) /\ e \notin lost[c] /\ Heartbeats(c, e)
     /\ IF status[e] = "pending" /\ (owner[e] = c \/ ~RenewOwnerCheck)
          THEN /\ owner' = [owner EXCEPT ![e] = c]                    \* renewed
               /\ idle' = [idle EXCEPT ![e] = 0]
@@ -241,21 +251,22 @@ Renew(c, e) ==
          ELSE /\ lost' = [lost EXCEPT ![c] = @ \cup {e}]             \* refused
               /\ UNCHANGED <<owner, idle>>
     /\ lagging' = [lagging EXCEPT ![c] = @ \ {e}]
-    /\ UNCHANGED <<status, deliveries, mode, inbox, active, permits, toAck, toRelease,
-                   stalled, checked, elapsed, faults>>
+    /\ UNCHANGED <<status, deliveries, mode, inbox, active, permits, toAck, toRelease, stalled,
+                   leaked, checked, elapsed, faults>>
 
 \* The later design's non-atomic renewal, step one: XPENDING reads the owner.
 RenewCheck(c, e) ==
     /\ ~AtomicRenew
-    /\ Up(c) /\ e \in active[c] /\ e \notin lost[c] /\ e \notin checked[c] /\ Heartbeats(c, e)
+    /\ Up(c) /\ e \in Renewing(c) /\ e \notin lost[c] /\ e \notin checked[c]
+    /\ Heartbeats(c, e)
     /\ IF status[e] = "pending" /\ owner[e] = c
          THEN /\ checked' = [checked EXCEPT ![c] = @ \cup {e}]
               /\ UNCHANGED <<lost, lagging>>
          ELSE /\ lost' = [lost EXCEPT ![c] = @ \cup {e}]
               /\ lagging' = [lagging EXCEPT ![c] = @ \ {e}]
               /\ UNCHANGED checked
-    /\ UNCHANGED <<storeVars, mode, inbox, active, permits, toAck, toRelease, stalled, elapsed,
-                   faults>>
+    /\ UNCHANGED <<storeVars, mode, inbox, active, permits, toAck, toRelease, stalled, leaked,
+                   elapsed, faults>>
 
 \* ... step two: XCLAIM 0 JUSTID, whatever happened since the check.
 RenewClaim(c, e) ==
@@ -269,8 +280,8 @@ RenewClaim(c, e) ==
          ELSE /\ lost' = [lost EXCEPT ![c] = @ \cup {e}]
               /\ UNCHANGED <<owner, idle>>
     /\ lagging' = [lagging EXCEPT ![c] = @ \ {e}]
-    /\ UNCHANGED <<status, deliveries, mode, inbox, active, permits, toAck, toRelease,
-                   stalled, elapsed, faults>>
+    /\ UNCHANGED <<status, deliveries, mode, inbox, active, permits, toAck, toRelease, stalled,
+                   leaked, elapsed, faults>>
 
 \* ack: MULTI XACK XDEL EXEC (XACK does not look at the owner). An ack that fails
 \* leaves the entry pending, to be redelivered after VT and acked then.
@@ -283,12 +294,18 @@ Ack(c, e) ==
           /\ idle' = [idle EXCEPT ![e] = 0]
           /\ permits' = [d \in Consumers |->
                             IF InvocationScopedPermits THEN permits[d] ELSE permits[d] \ {e}]
-          /\ UNCHANGED faults
+          /\ UNCHANGED <<leaked, faults>>
        \/ /\ status[e] = "gone"                                      \* acked (no-op)
-          /\ UNCHANGED <<status, owner, idle, permits, faults>>
+          /\ UNCHANGED <<status, owner, idle, permits, leaked, faults>>
        \/ /\ status[e] = "pending" /\ CanFault(AckFailFault)          \* failed
           /\ faults' = faults + 1
-          /\ UNCHANGED <<status, owner, idle, permits>>
+          \* The old code cleaned up only after a successful ack: the call's record (and its
+          \* permit) leaked, renewed by the heartbeat forever, its redeliveries dropped.
+          /\ IF CleanupOnAckFailure
+               THEN UNCHANGED <<leaked, permits>>
+               ELSE /\ leaked' = [leaked EXCEPT ![c] = @ \cup {e}]
+                    /\ permits' = [permits EXCEPT ![c] = @ \cup {e}]
+          /\ UNCHANGED <<status, owner, idle>>
     /\ UNCHANGED <<deliveries, mode, inbox, active, toRelease, lagging, stalled, lost, checked,
                    elapsed>>
 
@@ -301,8 +318,8 @@ Release(c, e) ==
          THEN /\ idle' = [idle EXCEPT ![e] = 0]                     \* touched
               /\ owner' = [owner EXCEPT ![e] = c]
          ELSE UNCHANGED <<idle, owner>>                              \* refused
-    /\ UNCHANGED <<status, deliveries, mode, inbox, active, permits, toAck, lagging,
-                   stalled, lost, checked, elapsed, faults>>
+    /\ UNCHANGED <<status, deliveries, mode, inbox, active, permits, toAck, lagging, stalled,
+                   leaked, lost, checked, elapsed, faults>>
 
 -----------------------------------------------------------------------------
 (* Hidden actions: no trace line.                                          *)
@@ -317,7 +334,7 @@ Tick ==
                           IF e \in active[c] THEN Min(elapsed[c][e] + 1, MaxProc) ELSE 0]]
     /\ <<idle', elapsed'>> /= <<idle, elapsed>>
     /\ UNCHANGED <<status, owner, deliveries, mode, inbox, active, permits, toAck, toRelease,
-                   lagging, stalled, lost, checked, faults>>
+                   lagging, stalled, leaked, lost, checked, faults>>
 
 \* A consumer process dies: its hand-offs and calls vanish, its PEL entries stay (owned by
 \* it) until a peer reclaims them. Some peer keeps running.
@@ -333,6 +350,7 @@ Crash(c) ==
     /\ toRelease' = [toRelease EXCEPT ![c] = {}]
     /\ lagging' = [lagging EXCEPT ![c] = {}]
     /\ stalled' = [stalled EXCEPT ![c] = {}]
+    /\ leaked' = [leaked EXCEPT ![c] = {}]
     /\ lost' = [lost EXCEPT ![c] = {}]
     /\ checked' = [checked EXCEPT ![c] = {}]
     /\ elapsed' = [elapsed EXCEPT ![c] = [e \in Entries |-> 0]]
@@ -344,16 +362,17 @@ Pause(c) ==
     /\ CanFault(PauseFault)
     /\ mode[c] = "running"
     /\ mode' = [mode EXCEPT ![c] = "paused"]
-    /\ lagging' = [lagging EXCEPT ![c] = active[c] \ lost[c]]
+    /\ lagging' = [lagging EXCEPT ![c] = Renewing(c) \ lost[c]]
     /\ stalled' = [stalled EXCEPT ![c] = inbox[c]]
     /\ faults' = faults + 1
-    /\ UNCHANGED <<storeVars, inbox, active, permits, toAck, toRelease, lost, checked, elapsed>>
+    /\ UNCHANGED <<storeVars, inbox, active, permits, toAck, toRelease, leaked, lost, checked,
+                   elapsed>>
 
 Resume(c) ==
     /\ mode[c] = "paused"
     /\ mode' = [mode EXCEPT ![c] = "running"]
-    /\ UNCHANGED <<storeVars, inbox, active, permits, toAck, toRelease, lagging, stalled, lost,
-                   checked, elapsed, faults>>
+    /\ UNCHANGED <<storeVars, inbox, active, permits, toAck, toRelease, lagging, stalled,
+                   leaked, lost, checked, elapsed, faults>>
 
 \* The heartbeat of one invocation runs late (a slow Redis call, a starved thread).
 HeartbeatLag(c, e) ==
@@ -361,8 +380,8 @@ HeartbeatLag(c, e) ==
     /\ Up(c) /\ Holds(c, e)
     /\ lagging' = [lagging EXCEPT ![c] = @ \cup {e}]
     /\ faults' = faults + 1
-    /\ UNCHANGED <<storeVars, mode, inbox, active, permits, toAck, toRelease, stalled, lost,
-                   checked, elapsed>>
+    /\ UNCHANGED <<storeVars, mode, inbox, active, permits, toAck, toRelease, stalled, leaked,
+                   lost, checked, elapsed>>
 
 \* close(): stop polling, keep heartbeating running calls until they end (close never makes
 \* an entry reclaimable while its handler executes). Some peer keeps running.
@@ -372,8 +391,8 @@ Close(c) ==
     /\ \E d \in Consumers \ {c} : mode[d] = "running"
     /\ mode' = [mode EXCEPT ![c] = "closing"]
     /\ faults' = faults + 1
-    /\ UNCHANGED <<storeVars, inbox, active, permits, toAck, toRelease, lagging, stalled, lost,
-                   checked, elapsed>>
+    /\ UNCHANGED <<storeVars, inbox, active, permits, toAck, toRelease, lagging, stalled,
+                   leaked, lost, checked, elapsed>>
 
 -----------------------------------------------------------------------------
 ConsumerStep(c) ==
