@@ -30,11 +30,12 @@ def by_workflow(events: Iterable[Event]) -> dict[str, list[Event]]:
 
 
 def features(events: Sequence[Event]) -> list[str]:
-    """What one workflow's events use that `tla/Engine.tla` may not model, for the header.
+    """What one workflow's events use beyond the plain protocol, for the header.
 
-    `wait_for_signal`: a run ended `waiting` (the spec's workflows complete on any fresh run).
-    `renew_adopts_rerun`: a renewal found its lease bumped and renewed at the row's version
-    (`worker.py`). The checker can skip such traces as out of the model's scope.
+    `wait_for_signal`: a run ended `waiting` (`WaitingRuns` in `tla/Engine.tla`, off in the
+    models). `renew_adopts_rerun`: a renewal found its lease bumped and renewed at the row's
+    version (`worker.py`). `traces/systems/engine.yaml` lists the features its spec covers; a
+    checker skips traces with any other.
     """
     found = set()
     for prev, cur in zip(events, events[1:]):
