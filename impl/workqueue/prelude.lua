@@ -2,10 +2,19 @@
 -- Every script that commits a step appends its trace event here, in the same script, so that
 -- Redis orders the trace across processes. Every state value is read after the step.
 
+-- The server's clock, read once when the script starts: the event's `now` and every
+-- last_touched it derives come from this one reading. Reading TIME again at each use let `now`
+-- run a millisecond past the PEL stamp of the entry this very script touched, so the trace
+-- showed a fresh renewal as idle for 1 ms (found by TraceWorkQueue on a real-Redis run).
+local SCRIPT_NOW_MS
+do
+  local t = redis.call('TIME')
+  SCRIPT_NOW_MS = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
 local function server_now_ms()
   -- Idle times are measured by the server's clock, so last_touched must be too.
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return SCRIPT_NOW_MS
 end
 
 local function entry_state(stream, group, id)

@@ -1,0 +1,226 @@
+--------------------------- MODULE TraceWorkQueue ---------------------------
+(***************************************************************************)
+(* The work queue's trace spec: each logged line of a `workqueue` trace   *)
+(* is the WorkQueue action of the same name, taken by the logged consumer *)
+(* on the logged entry, and its logged fields (outcome, args.result, the  *)
+(* entry's PEL record after it: pending, owner, deliveries, last_touched) *)
+(* must be what that action says.  Contract: traces/README.md; names: the *)
+(* Work queue table of tla/README.md.  Checked by `leaseproof traces      *)
+(* check` with traces/systems/workqueue.yaml.                              *)
+(*                                                                         *)
+(*   trace op      spec action     store step (impl/workqueue)             *)
+(*   offer         Offer           offer.lua          (XADD)               *)
+(*   receive_new   ReceiveNew      receive_new.lua    (XREADGROUP >)       *)
+(*   reclaim       Reclaim         reclaim.lua        (XAUTOCLAIM)         *)
+(*   invoke_start  InvokeStart     invoke.lua         (permit taken)       *)
+(*   invoke_end    InvokeEnd       invoke.lua         (args.result)        *)
+(*   renew         Renew           touch.lua          (owner-checked)      *)
+(*   ack           Ack             ack.lua            (XACK + XDEL)        *)
+(*   release       Release         touch.lua          (one touch)          *)
+(*                                                                         *)
+(* Names: a trace's nodes are the Consumers (the producer is one that     *)
+(* never polls).  Stream ids are strings the spec cannot order, so an     *)
+(* entry is numbered by its first line in the trace (`ids`, a sequence of *)
+(* the ids seen so far): Entries is 1..N, N from the system file; a trace *)
+(* with more entries is rejected at the first entry past N, saying so.    *)
+(*                                                                         *)
+(* Time: `clock` counts ms since the trace's first line (the checker      *)
+(* makes times relative); one tick is one ms, so VT and MaxProc are the   *)
+(* header's visibility_timeout_ms and max_processing_ms.  A logged        *)
+(* last_touched lt says idle = min(VT, now - lt) for a pending entry.      *)
+(* The hidden TraceTick jumps to the next line's `now` in one step under  *)
+(* Tick's timing assumption (no protected entry reaches VT).              *)
+(*                                                                         *)
+(* Hidden steps (leave l alone), each taken only when the next line       *)
+(* needs it, so that the search stays close to one path per trace:        *)
+(*   TraceTick                   time passes                               *)
+(*   HeartbeatLag(c, e)          a heartbeat runs late: the jump would     *)
+(*                               take a held entry to VT                   *)
+(*   Pause(c) / Resume(c)        a stall: a hand-off or a leaked record    *)
+(*                               would reach VT; resumed at c's next line  *)
+(* A crash or a close leaves, in a trace, what a stall that never ends    *)
+(* leaves (the node's lines stop, its entries lapse): Pause explains      *)
+(* both, so Crash and Close are not taken here.  Faults are all allowed   *)
+(* (a real process may always stall; rejections and failed acks are      *)
+(* logged outcomes), with a budget the trace never exhausts.              *)
+(*                                                                         *)
+(* Besides the protocol, a trace must keep NoOverlappingInvocations: a    *)
+(* line after which two consumers both hold the entry's lease (running,   *)
+(* not lagging, not refused) is rejected at that line, even where the     *)
+(* header's gates (renew_owner_check off, say) let the protocol reach it. *)
+(***************************************************************************)
+EXTENDS WorkQueue, TraceData
+
+\* The header's clock_slack_ms: how far apart a real Redis server's PEL stamps and the TIME its
+\* script reads may fall (0 in simulation). A logged idle time may differ from the spec's by
+\* this much: the one implementation quirk this spec allows, and only in the idle field.
+CONSTANT ClockSlack
+
+VARIABLES
+    t,      \* which trace of the batch
+    l,      \* how many of its lines are explained
+    clock,  \* ms since the trace's first line
+    ids     \* the stream ids seen so far; an entry's number is its index here
+
+traceVars == <<t, l, clock, ids>>
+
+E == Traces[t][l + 1]                   \* the next line to explain
+Lines == Len(Traces[t])
+
+Seen == {ids[i] : i \in DOMAIN ids}
+\* The number of the next line's entry (a new id gets the next number).
+X == IF E.entry \in Seen THEN CHOOSE i \in DOMAIN ids : ids[i] = E.entry ELSE Len(ids) + 1
+Bind == ids' = IF E.entry \in Seen THEN ids ELSE Append(ids, E.entry)
+
+\* The spec's PEL record of entry x after the step, as the trace writes it (null once gone).
+OwnerView(o) == IF o = NoOne THEN Nil ELSE o
+PelView(x) ==
+    IF status'[x] = "gone" THEN Nil
+    ELSE [pending |-> status'[x] = "pending", owner |-> OwnerView(owner'[x]),
+          deliveries |-> deliveries'[x]]
+LoggedPel ==
+    IF E.state.entry = Nil THEN Nil
+    ELSE [pending |-> E.state.entry.pending, owner |-> E.state.entry.owner,
+          deliveries |-> E.state.entry.deliveries]
+\* Idle time is all the spec knows of last_touched, and only for a pending entry.
+SpecIdle(x) == IF status'[x] = "pending" THEN idle'[x] ELSE 0
+LoggedIdle ==
+    IF E.state.entry # Nil /\ E.state.entry.pending
+    THEN Min(VT, E.now - E.state.entry.last_touched) ELSE 0
+
+\* The logged idle time, or the spec's when they differ by ClockSlack at most.
+IdleSeen(x) ==
+    IF SpecIdle(x) - LoggedIdle <= ClockSlack /\ LoggedIdle - SpecIdle(x) <= ClockSlack
+    THEN SpecIdle(x) ELSE LoggedIdle
+
+\* The next line is an `op` committed now, on an entry the model has room for.
+Logged(op) == /\ l < Lines /\ E.op = op /\ E.now = clock /\ X \in Entries
+
+\* No two consumers hold entry x's lease after the step (Holds after it, written out: priming
+\* Holds(c, x) would prime x too, and x reads the trace at the cursor).
+HoldsAfter(c, x) == x \in active'[c] /\ x \notin lagging'[c] /\ x \notin lost'[c]
+OneHolder(x) == \A c, d \in Consumers : c # d => ~(HoldsAfter(c, x) /\ HoldsAfter(d, x))
+
+\* The logged outcome and PEL record agree with the spec, the lease has one holder, and the
+\* line is explained.  Consumed last, so that it prints only on success.
+Explains(x, outcome) ==
+    /\ l' = l + 1 /\ UNCHANGED <<t, clock>> /\ Bind
+    /\ Match(t, l + 1, [outcome |-> <<outcome, E.outcome>>,
+                        entry |-> <<PelView(x), LoggedPel>>,
+                        idle |-> <<SpecIdle(x), IdleSeen(x)>>,
+                        overlapping_invocations |-> <<~OneHolder(x), FALSE>>])
+    /\ Consumed(t, l + 1, Lines)
+
+-----------------------------------------------------------------------------
+(* One Is<Op> per logged op.                                               *)
+
+IsOffer ==
+    /\ Logged("offer")
+    /\ Offer(X)
+    /\ Explains(X, "added")
+
+IsReceiveNew ==
+    /\ Logged("receive_new")
+    /\ ReceiveNew(E.node, X)
+    /\ Explains(X, "delivered")
+
+IsReclaim ==
+    /\ Logged("reclaim")
+    /\ Reclaim(E.node, X)
+    /\ Explains(X, "claimed")
+
+\* InvokeStart's three outcomes, read from the state it left.
+StartOutcome(c, x) ==
+    CASE x \in Renewing(c)     -> "duplicate_dropped"
+      [] x \in active'[c]      -> "started"
+      [] OTHER                 -> "rejected"
+
+IsInvokeStart ==
+    /\ Logged("invoke_start")
+    /\ InvokeStart(E.node, X)
+    /\ Explains(X, StartOutcome(E.node, X))
+
+IsInvokeEnd ==
+    /\ Logged("invoke_end")
+    /\ InvokeEnd(E.node, X, E.args.result)
+    /\ Explains(X, "ended")
+
+IsRenew ==
+    /\ Logged("renew")
+    /\ Renew(E.node, X)
+    /\ Explains(X, IF X \in lost'[E.node] THEN "refused" ELSE "renewed")
+
+IsAck ==
+    /\ Logged("ack")
+    /\ Ack(E.node, X)
+    /\ Explains(X, IF faults' > faults THEN "failed" ELSE "acked")
+
+IsRelease ==
+    /\ Logged("release")
+    /\ Release(E.node, X)
+    /\ Explains(X, IF status[X] = "pending" /\ (owner[X] = E.node \/ ~RenewOwnerCheck)
+                   THEN "touched" ELSE "refused")
+
+\* Never enabled: a line on an entry past the model's Entries only says why it is rejected.
+EntryPastModel ==
+    /\ l < Lines /\ X \notin Entries
+    /\ Match(t, l + 1, [entries_in_model |-> <<Cardinality(Entries), X>>])
+    /\ FALSE
+
+LoggedStep ==
+    \/ IsOffer \/ IsReceiveNew \/ IsReclaim \/ IsInvokeStart \/ IsInvokeEnd
+    \/ IsRenew \/ IsAck \/ IsRelease \/ EntryPastModel
+
+-----------------------------------------------------------------------------
+(* Hidden steps.                                                           *)
+
+Gap == E.now - clock                    \* how far the next line is ahead
+
+\* Entry e, protected by the heartbeat or a prompt hand-off, would reach VT before the next
+\* line: some fault must have lifted the timing assumption first.
+Overdue(e) == Protected(e) /\ idle[e] + Gap >= VT
+
+\* Time jumps to the next line's `now`: Tick, Gap times over, in one step.
+TraceTick ==
+    /\ l < Lines /\ Gap > 0
+    /\ \A e \in Entries : ~Overdue(e)
+    /\ idle' = [e \in Entries |-> IF status[e] = "pending" THEN Min(idle[e] + Gap, VT) ELSE 0]
+    /\ elapsed' = IF RenewPastMaxProc THEN elapsed
+                  ELSE [c \in Consumers |-> [e \in Entries |->
+                          IF e \in active[c] THEN Min(elapsed[c][e] + Gap, MaxProc) ELSE 0]]
+    /\ clock' = E.now
+    /\ UNCHANGED <<status, owner, deliveries, mode, inbox, active, permits, toAck, toRelease,
+                   lagging, stalled, leaked, lost, checked, faults, t, l, ids>>
+
+\* A held invocation's heartbeat runs late, when the jump needs it.
+LateHeartbeat ==
+    /\ l < Lines
+    /\ \E c \in Consumers : \E e \in active[c] :
+          /\ Overdue(e) /\ owner[e] = c
+          /\ HeartbeatLag(c, e)
+    /\ UNCHANGED traceVars
+
+\* c stalls, when the jump needs it for a hand-off or a leaked record that no heartbeat lag
+\* covers (HeartbeatLag applies to running calls only).
+Stall ==
+    /\ l < Lines
+    /\ \E c \in Consumers :
+          /\ \E e \in inbox[c] \cup leaked[c] :
+                Overdue(e) /\ (e \in inbox[c] \/ owner[e] = c)
+          /\ Pause(c)
+    /\ UNCHANGED traceVars
+
+\* A stalled consumer goes on at its next line.
+Unstall ==
+    /\ l < Lines /\ E.node \in Consumers
+    /\ Resume(E.node)
+    /\ UNCHANGED traceVars
+
+Hidden == TraceTick \/ LateHeartbeat \/ Stall \/ Unstall
+
+-----------------------------------------------------------------------------
+TraceInit == t \in 1..Len(Traces) /\ l = 0 /\ clock = 0 /\ ids = <<>> /\ Init
+
+TraceNext == LoggedStep \/ Hidden
+
+=============================================================================
