@@ -26,7 +26,6 @@ from impl.engine.model import Gates
 from impl.engine.simulate import Faults, simulate
 from impl.engine.urls import open_backend
 
-from . import recording
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "traces" / "corpus" / "engine"
@@ -110,22 +109,3 @@ def test_with_the_fix_off_a_double_run_is_rejected_at_the_second_run_start(check
         v = checked["verdicts"][t.source]
         assert v.kind is TraceKind.REJECTED, (t.source, v.describe())
         assert (v.line, v.op) == (checked["double"][t.source], "run_start"), (t.source, v.describe())
-
-
-def test_recording_writes_one_trace_per_workflow_with_the_runs_header(tmp_path: Path, monkeypatch) -> None:
-    if recording.active() is not None:
-        pytest.skip("recording is on for the whole session; this test starts its own recorder")
-    monkeypatch.setenv(recording.ENV, str(tmp_path))
-    rec = recording.start("tests/engine/x.py::test_y[memory]", monkeypatch)
-    assert rec is not None
-    try:
-        run = simulate(seed=1, workflows=2, gates=Gates(renew_adopts_rerun=True), faults=Faults(pause=0.01))
-        run.sim.crash("n1")
-    finally:
-        recording.stop()
-    paths = sorted((tmp_path / "engine-tests").glob("*.ndjson"))
-    assert len(paths) == len(run.traces) == 2
-    head = json.loads(paths[0].read_text().splitlines()[0])
-    assert head["nodes"] == ["n1", "n2"] and head["settings"]["node_crashes"] == 1
-    assert head["gates"] == run.sim.gates.header()
-    assert "direct_calls" not in head.get("features", [])
