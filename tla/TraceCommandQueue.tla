@@ -1,0 +1,327 @@
+------------------------- MODULE TraceCommandQueue -------------------------
+(***************************************************************************)
+(* The command layer's trace spec: each logged line of a `command` trace  *)
+(* is the CommandQueue action of the same name, and its logged fields     *)
+(* (outcome; the command's status, guard owner and external call count   *)
+(* after it) must be what that action says.  Contract: traces/README.md;  *)
+(* names: the Command layer table of tla/README.md.  Checked by           *)
+(* `leaseproof traces check` with traces/systems/command.yaml.            *)
+(*                                                                         *)
+(*   trace op        spec action       store step (impl/workqueue)        *)
+(*   submit_state    SubmitState(k)    submit_state.lua  (SET NX)         *)
+(*   offer           Offer(k)          offer.lua         (XADD)           *)
+(*   receive_new     ReceiveNew(w, k)  receive_new.lua                    *)
+(*   reclaim         Reclaim(w, k)     reclaim.lua                        *)
+(*   guard_take      GuardTake(w)      guard_take.lua    (SET NX PX)      *)
+(*   guard_renew     GuardRenew(w)     guard_renew.lua   (CAS PEXPIRE)    *)
+(*   put_if_owner    PutIfOwner(w, s)  put_if_owner.lua  (args.status)    *)
+(*   external_call   ExternalCall(w)   external_call.lua (key = cmd id)   *)
+(*   guard_release   GuardRelease(w)   guard_release.lua (CAS DEL)        *)
+(*   ack             Ack(w)            ack.lua           (XACK + XDEL)    *)
+(*   cancel          Cancel(k)         cancel.lua                         *)
+(*                                                                         *)
+(* Names.  A command id is numbered by its first line (`cmds`): Commands  *)
+(* is 1..N.  A spec worker is one delivery: the i-th receive_new or       *)
+(* reclaim line of the trace is worker i (`dl[i]` holds its node and,     *)
+(* once its guard_take names it, its attempt id).  CommandQueue's worker  *)
+(* runs one attempt at a time and the guard owner is its name; the        *)
+(* reference runs several attempts per node and names the owner by a     *)
+(* random attempt id: one worker per delivery is both.  A line of attempt *)
+(* a is the worker bound to a; a guard_take binds the first unbound       *)
+(* delivery of its command to its node (such deliveries are alike, so the *)
+(* first is as good as any).  A delivery the queue drops (a duplicate, a  *)
+(* rejection) is a worker that never takes the guard: no step needed.     *)
+(*                                                                         *)
+(* Hidden steps (leave l alone), each taken only when the next line      *)
+(* needs it:                                                               *)
+(*   Pause(w), GuardExpire(k)  the guard's holder stalled (or died: the   *)
+(*                             same in a trace) and its guard lapsed: the *)
+(*                             next line shows the guard gone or another  *)
+(*                             owner; Resume(w) at w's next line          *)
+(*   ClientCrash(k)            a submit failed between its state write    *)
+(*                             and its offer: it is submitted again       *)
+(*   GuardTake(w), GuardRelease(w) with AttemptGuard off (the reference   *)
+(*                             logs no guard op then: only the read)      *)
+(*   PutCheck(w)               the owner read of the two-step putIfOwner  *)
+(*                             (AtomicPutIfOwner off), at any time         *)
+(* Implementation quirks, in ImplQuirk: a call that throws releases the   *)
+(* guard and leaves the message pending; an ack that fails or finds the   *)
+(* entry already acked (by another delivery of it) takes no message.      *)
+(*                                                                         *)
+(* Besides the protocol, every line must keep, for its command:           *)
+(* NoStaleWrite, TerminalIsStable, and one live attempt: no two attempts  *)
+(* past their guard_take and before their release, neither of them a     *)
+(* stalled one whose guard lapsed (with AttemptGuard off, two deliveries  *)
+(* that both run the command are rejected at the line that shows it).     *)
+(***************************************************************************)
+EXTENDS CommandQueue, TraceData
+
+VARIABLES
+    t,      \* which trace of the batch
+    l,      \* how many of its lines are explained
+    cmds,   \* the command ids seen so far; a command's number is its index here
+    dl,     \* the deliveries so far: dl[w] = [node, attempt] of worker w (attempt Nil: unbound)
+    gone    \* the stream entries acked so far
+
+traceVars == <<t, l, cmds, dl, gone>>
+
+E == Traces[t][l + 1]                   \* the next line to explain
+Lines == Len(Traces[t])
+
+Least(S) == CHOOSE x \in S : \A y \in S : x <= y
+Range(s) == {s[i] : i \in DOMAIN s}
+
+\* The number of the next line's command (a new id gets the next number).
+K == IF E.cmd \in Range(cmds) THEN CHOOSE i \in DOMAIN cmds : cmds[i] = E.cmd ELSE Len(cmds) + 1
+BindK == cmds' = IF E.cmd \in Range(cmds) THEN cmds ELSE Append(cmds, E.cmd)
+
+\* The attempt the next line names (Nil for the client's and the queue's lines).
+Att == IF "args" \in DOMAIN E THEN IF "attempt" \in DOMAIN E.args THEN E.args.attempt ELSE Nil
+       ELSE Nil
+Bound(a) == {w \in DOMAIN dl : dl[w].attempt = a}
+\* Deliveries of the line's command to the line's node that no attempt has named yet.
+Unbound == {w \in DOMAIN dl : /\ dl[w].attempt = Nil /\ dl[w].node = E.node
+                             /\ cmdOf[w] = K /\ pc[w] # "idle"}
+\* The worker of the next line: the one its attempt is bound to, else the first unbound
+\* delivery that has gone past `take` or (for guard_take) is at it; 0 when there is none.
+Wk == CASE Att # Nil /\ Bound(Att) # {} -> CHOOSE w \in Bound(Att) : TRUE
+        [] Att # Nil /\ Unbound # {}    -> Least(Unbound)
+        [] OTHER                       -> 0
+BindW == dl' = IF Wk \in DOMAIN dl /\ dl[Wk].attempt = Nil
+               THEN [dl EXCEPT ![Wk].attempt = Att] ELSE dl
+
+\* The guard's owner as the trace names it: the attempt bound to the owning worker.
+OwnerAfter(k) == IF guard'[k] = NoOne THEN Nil ELSE dl'[guard'[k]].attempt
+CmdAfter(k) ==
+    [command |-> IF status'[k] = "NONE" THEN Nil ELSE [status |-> status'[k]],
+     guard |-> [owner |-> OwnerAfter(k)],
+     external_calls |-> extCalls'[k]]
+
+\* Attempts of k that run it: past their guard_take, before their release, running and
+\* not stale (a stalled attempt whose guard lapsed runs on, but learns it at its next step).
+Live(k) == {w \in DOMAIN dl' : /\ cmdOf'[w] = k /\ wmode'[w] = "running" /\ ~stale'[w]
+                               /\ pc'[w] \in {"submit", "call", "process", "finish", "release"}}
+
+\* The next line is an `op` on a command the model has room for.
+Logged(op) == /\ l < Lines /\ E.op = op /\ K \in Commands
+
+\* The line's outcome (and, for the command's own ops, its state) agree with the spec, the
+\* command keeps the properties, and the line is explained.  The cursor and the names are
+\* fixed first (the views read dl'); Consumed last, so that it prints only on success.
+Explains(k, outcome, withState) ==
+    /\ l' = l + 1 /\ UNCHANGED t /\ BindK
+    /\ Match(t, l + 1,
+             [outcome |-> <<outcome, E.outcome>>,
+              \* Without the guard there is no owner to be stale against (tla/README.md).
+              stale_write |-> <<AttemptGuard /\ staleWrite', FALSE>>,
+              terminal_changed |-> <<firstTerminal'[k] # "NONE" /\ status'[k] # firstTerminal'[k], FALSE>>,
+              live_attempts |-> <<Cardinality(Live(k)) > 1, FALSE>>]
+             @@ (IF withState THEN [state |-> <<CmdAfter(k), E.state>>] ELSE <<>>))
+    /\ Consumed(t, l + 1, Lines)
+
+-----------------------------------------------------------------------------
+(* One Is<Op> per logged op.                                               *)
+
+IsSubmitState ==
+    /\ Logged("submit_state")
+    /\ SubmitState(K)
+    /\ UNCHANGED <<dl, gone>>
+    /\ Explains(K, IF status[K] = "NONE" THEN "created" ELSE "exists", TRUE)
+
+IsOffer ==
+    /\ Logged("offer")
+    /\ Offer(K)
+    /\ UNCHANGED <<dl, gone>>
+    /\ Explains(K, "added", FALSE)
+
+\* A delivery is a new worker, the next one.
+Deliver(receive) ==
+    LET w == Len(dl) + 1 IN
+    /\ w \in Workers
+    /\ IF receive THEN ReceiveNew(w, K) ELSE Reclaim(w, K)
+    /\ dl' = Append(dl, [node |-> E.node, attempt |-> Nil])
+    /\ UNCHANGED gone
+
+IsReceiveNew ==
+    /\ Logged("receive_new")
+    /\ Deliver(TRUE)
+    /\ Explains(K, "delivered", FALSE)
+
+IsReclaim ==
+    /\ Logged("reclaim")
+    /\ Deliver(FALSE)
+    /\ Explains(K, "claimed", FALSE)
+
+\* A line of a worker's attempt: the worker exists, is at this command and on this node.
+Worker == Wk \in DOMAIN dl /\ cmdOf[Wk] = K /\ dl[Wk].node = E.node
+
+IsGuardTake ==
+    /\ Logged("guard_take")
+    /\ Worker /\ pc[Wk] = "take"
+    /\ GuardTake(Wk)
+    /\ BindW /\ UNCHANGED gone
+    /\ Explains(K, IF guard[K] = NoOne THEN "taken" ELSE "busy", TRUE)
+
+IsGuardRenew ==
+    /\ Logged("guard_renew")
+    /\ Worker
+    /\ GuardRenew(Wk)
+    /\ BindW /\ UNCHANGED gone
+    /\ Explains(K, IF guard[K] = Wk THEN "renewed" ELSE "lost", TRUE)
+
+IsPutIfOwner ==
+    /\ Logged("put_if_owner")
+    /\ Worker
+    /\ PutIfOwner(Wk, E.args.status)
+    /\ BindW /\ UNCHANGED gone
+    /\ Explains(K, IF pc'[Wk] = "idle" THEN "refused" ELSE "written", TRUE)
+
+IsExternalCall ==
+    /\ Logged("external_call")
+    /\ Worker
+    /\ ExternalCall(Wk)
+    /\ BindW /\ UNCHANGED gone
+    /\ Explains(K, "called", TRUE)
+
+IsGuardRelease ==
+    /\ Logged("guard_release")
+    /\ Worker
+    /\ GuardRelease(Wk)
+    /\ BindW /\ UNCHANGED gone
+    /\ Explains(K, IF guard[K] = Wk THEN "released" ELSE "lost", TRUE)
+
+IsCancel ==
+    /\ Logged("cancel")
+    /\ Cancel(K)
+    /\ UNCHANGED <<dl, gone>>
+    /\ Explains(K, CASE status[K] \in Terminal -> "terminal"
+                     [] guard[K] = NoOne \/ ~CancelTakesGuard -> "cancelled"
+                     [] OTHER -> "busy", TRUE)
+
+\* An ack names no attempt: it is the first of the command's deliveries on its node whose
+\* attempt is at its ack (they are alike).
+Acker == {w \in DOMAIN dl : dl[w].node = E.node /\ cmdOf[w] = K /\ pc[w] = "ack"}
+
+\* Implementation quirk: an ack that fails (an injected fault: the entry stays pending and
+\* comes back), or that finds its entry acked already by another delivery of it (XACK
+\* returns 0), ends the attempt and takes no message away. CommandQueue's queue counts
+\* messages, not entries, so its Ack would take another of the command's messages.
+AckTakesNothing(w) ==
+    /\ pc[w] = "ack"
+    /\ EndAttempt(w)
+    /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, historyVars>>
+
+IsAck ==
+    /\ Logged("ack")
+    /\ Acker # {}
+    /\ LET w == Least(Acker) IN
+          IF E.outcome = "acked" /\ E.entry \notin gone
+          THEN Ack(w) ELSE AckTakesNothing(w)
+    /\ gone' = IF E.outcome = "acked" THEN gone \cup {E.entry} ELSE gone
+    /\ UNCHANGED dl
+    /\ E.outcome \in {"acked", "failed"}
+    /\ Explains(K, E.outcome, FALSE)
+
+\* Never enabled: a line past the model's Commands or Workers only says why it is rejected.
+PastModel ==
+    /\ l < Lines
+    /\ \/ K \notin Commands
+       \/ E.op \in {"receive_new", "reclaim"} /\ Len(dl) + 1 \notin Workers
+    /\ Match(t, l + 1, [commands_in_model |-> <<Cardinality(Commands), K>>,
+                        deliveries_in_model |-> <<Cardinality(Workers), Len(dl) + 1>>])
+    /\ FALSE
+
+LoggedStep ==
+    \/ IsSubmitState \/ IsOffer \/ IsReceiveNew \/ IsReclaim \/ IsGuardTake
+    \/ IsGuardRenew \/ IsPutIfOwner \/ IsExternalCall \/ IsGuardRelease \/ IsCancel
+    \/ IsAck \/ PastModel
+
+-----------------------------------------------------------------------------
+(* Hidden steps.                                                           *)
+
+\* The next line needs the guard of its command free (a take, a cancel) or lost to its own
+\* attempt (a lost renewal or release, a refused write), or shows it gone, while the spec's
+\* holder still has it: the holder must have stalled (or died) and its guard lapsed.
+GuardMustGo ==
+    /\ l < Lines /\ K \in Commands
+    /\ guard[K] # NoOne
+    /\ \/ E.op = "guard_take" /\ E.outcome = "taken"
+       \/ E.op = "cancel" /\ E.outcome = "cancelled"
+       \/ /\ E.op \in {"guard_renew", "put_if_owner", "guard_release"}
+          /\ E.outcome \in {"lost", "refused"}
+          /\ guard[K] = Wk
+       \/ /\ E.op \in {"submit_state", "guard_renew", "put_if_owner", "external_call"}
+          /\ E.state.guard.owner = Nil
+
+HolderStalls ==
+    /\ GuardMustGo
+    /\ Pause(guard[K])
+    /\ UNCHANGED traceVars
+
+GuardLapses ==
+    /\ GuardMustGo
+    /\ GuardExpire(K)
+    /\ UNCHANGED traceVars
+
+\* A stalled attempt goes on at its next line (its guard lapsed meanwhile).
+Unstall ==
+    /\ l < Lines /\ Att # Nil
+    /\ \E w \in Bound(Att) :
+          /\ wmode[w] = "paused" /\ cmdOf[w] \in Commands /\ guard[cmdOf[w]] # w
+          /\ Resume(w)
+    /\ UNCHANGED traceVars
+
+\* The client's submit failed after its state write: it submits again.
+ClientRetries ==
+    /\ l < Lines /\ E.op = "submit_state" /\ K \in Commands
+    /\ ClientCrash(K)
+    /\ UNCHANGED traceVars
+
+\* AttemptGuard off: the delivery reads the status before its first logged line, and goes
+\* from release to ack unlogged.
+GuardlessRead ==
+    /\ l < Lines /\ ~AttemptGuard /\ K \in Commands
+    /\ Att = Nil => E.op = "ack"
+    /\ Att # Nil => Bound(Att) = {}
+    /\ LET ready == {w \in Unbound : pc[w] = "take"} IN
+          /\ ready # {}
+          /\ GuardTake(Least(ready))
+    /\ UNCHANGED traceVars
+
+GuardlessRelease ==
+    /\ l < Lines /\ ~AttemptGuard /\ K \in Commands /\ E.op = "ack"
+    /\ \E w \in DOMAIN dl : dl[w].node = E.node /\ cmdOf[w] = K /\ GuardRelease(w)
+    /\ UNCHANGED traceVars
+
+\* AtomicPutIfOwner off: the owner read of the two-step putIfOwner, at any time before its
+\* write (so that a stale write between the two shows up as one).
+TwoStepCheck ==
+    /\ l < Lines
+    /\ \E w \in DOMAIN dl : PutCheck(w)
+    /\ UNCHANGED traceVars
+
+(* Implementation quirks, in one place (besides AckTakesNothing above, a logged ack):     *)
+(*  - CallThrows: the external call threw (the handler_throws feature): the attempt       *)
+(*    releases the guard at once and ends without acking, the message left pending; a    *)
+(*    later delivery finds SUBMITTING and calls again with the same key. CommandQueue's   *)
+(*    attempt always goes on to PROCESSING.                                               *)
+CallThrows ==
+    /\ l < Lines /\ E.op = "guard_release" /\ Att # Nil
+    /\ \E w \in Bound(Att) :
+          /\ pc[w] = "process"
+          /\ pc' = [pc EXCEPT ![w] = "release"]
+    /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, cmdOf, stale, checked,
+                   historyVars, traceVars>>
+
+ImplQuirk == CallThrows
+
+Hidden ==
+    \/ HolderStalls \/ GuardLapses \/ Unstall \/ ClientRetries
+    \/ GuardlessRead \/ GuardlessRelease \/ TwoStepCheck \/ ImplQuirk
+
+-----------------------------------------------------------------------------
+TraceInit == t \in 1..Len(Traces) /\ l = 0 /\ cmds = <<>> /\ dl = <<>> /\ gone = {} /\ Init
+
+TraceNext == LoggedStep \/ Hidden
+
+=============================================================================
