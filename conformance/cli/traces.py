@@ -79,8 +79,10 @@ def run_check(args: argparse.Namespace) -> int:
     failed = False
     out: dict[str, Any] = {}
 
+    items = [read_trace_file(p) for p in files]
     if args.self_test:
-        corpus = check_corpus(args.root, systems, tlc, **opts)
+        present = {i.system for i in items if isinstance(i, Trace)}
+        corpus = check_corpus(args.root, systems, tlc, only=present, **opts)
         out["corpus"] = {"checked": corpus.checked, "problems": corpus.problems}
         if corpus.problems:
             if args.json:
@@ -93,7 +95,6 @@ def run_check(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"self-test: {corpus.checked} known traces got their known verdicts")
 
-    items = [read_trace_file(p) for p in files]
     verdicts = check_traces(items, systems, tlc, keep_dir=args.keep, **opts)
     out["traces"] = [verdict_json(v) for v in verdicts]
     out["summary"] = summary_line(verdicts)

@@ -175,3 +175,23 @@ def test_cli_lint(tmp_path: Path) -> None:
 def test_cli_no_trace_files(tmp_path: Path) -> None:
     proc = cli("check", "--root", str(PROJECT), str(tmp_path))
     assert proc.returncode == 2 and proc.stderr.startswith("leaseproof: error: no trace files")
+
+
+def test_the_corpus_is_required_only_for_the_systems_checked(monkeypatch: pytest.MonkeyPatch, systems: dict[str, Any]) -> None:
+    from conformance.traces import selftest
+
+    seen: list[str] = []
+
+    def fake_check(items: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
+        from conformance.traces.trace import TraceVerdict
+
+        seen.extend(i.source for i in items)
+        return [TraceVerdict(i.source, TraceKind.ACCEPTED if "/accepted/" in i.source else TraceKind.REJECTED) for i in items]
+
+    monkeypatch.setattr(selftest, "check_traces", fake_check)
+    result = selftest.check_corpus(PROJECT, systems, tlc=None, only={"counter"})  # type: ignore[arg-type]
+    assert result.problems == [] and result.checked == 4
+    assert all("/counter/" in s for s in seen)
+    missing = selftest.check_corpus(PROJECT, {**systems, "billing": systems["counter"]}, tlc=None, only={"billing"})  # type: ignore[arg-type]
+    assert missing.problems == ["billing: no known-good trace in traces/corpus/billing/accepted/",
+                                "billing: no known-bad trace in traces/corpus/billing/rejected/"]
