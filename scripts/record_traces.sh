@@ -5,6 +5,10 @@
 #
 #   scripts/record_traces.sh [OUT_DIR]
 #
+# Every trace in OUT_DIR comes from the designed systems and must be accepted. Tests that switch
+# a protecting gate off to show its bug record into OUT_DIR-gates-off instead: some of those
+# traces show the bug and are rejected on purpose.
+#
 # Server URLs: LEASEPROOF_MYSQL_URL (default mysql://root@127.0.0.1:3306/test) and
 # LEASEPROOF_REDIS_URL (default redis://127.0.0.1:6379/0). A workload whose server is absent is
 # skipped with a message, except under CI=true, where it fails.
@@ -33,11 +37,15 @@ except OSError:
 PY
 }
 
-rm -rf "$out"/engine-* "$out"/workqueue-* "$out"/command-* "$out"/tests
-mkdir -p "$out"
+gates_off="$out-gates-off"
+rm -rf "$out"/engine-* "$out"/workqueue-* "$out"/command-* "$out"/tests "$gates_off"
+mkdir -p "$out" "$gates_off"
 
 step "integration tests, recording into $out/tests"
 (cd "$root" && LEASEPROOF_TRACE_DIR="$out/tests" "$python" -m pytest -q -p no:cacheprovider tests/engine tests/workqueue >&2)
+for d in "$out"/tests/*-gates-off; do
+  [ -d "$d" ] && mv "$d" "$gates_off/"
+done
 
 step "engine: seeded simulations"
 lp engine sim --seeds 20 --workflows 8 --trace-dir "$out/engine-sim"
@@ -65,4 +73,5 @@ else
 fi
 
 n=$(find "$out" -name '*.ndjson' | wc -l)
-echo "recorded $n traces in $out"
+m=$(find "$gates_off" -name '*.ndjson' | wc -l)
+echo "recorded $n traces in $out, and $m with a gate off in $gates_off"
