@@ -65,6 +65,11 @@ VARIABLES
 
 traceVars == <<t, l, cmds, dl, gone>>
 
+\* The header's `drained`: the run's stream was empty when the trace was written (read from
+\* Redis). Then the trace must end with every command it names finished and every message
+\* acked (EveryCommandDone, which a finite trace can show only at an end the run says is one).
+CONSTANT Drained
+
 E == Traces[t][l + 1]                   \* the next line to explain
 Lines == Len(Traces[t])
 
@@ -117,6 +122,10 @@ Explains(k, outcome, withState) ==
               terminal_changed |-> <<firstTerminal'[k] # "NONE" /\ status'[k] # firstTerminal'[k], FALSE>>,
               live_attempts |-> <<Cardinality(Live(k)) > 1, FALSE>>]
              @@ (IF withState THEN [state |-> <<CmdAfter(k), E.state>>] ELSE <<>>))
+    /\ (Drained /\ l + 1 = Lines) =>
+          Match(t, l + 1, [unfinished_at_end |->
+                              <<{cmds'[i] : i \in {i \in DOMAIN cmds' :
+                                   status'[i] \notin Terminal \/ msgs'[i] # 0}}, {}>>])
     /\ Consumed(t, l + 1, Lines)
 
 -----------------------------------------------------------------------------

@@ -56,6 +56,11 @@ EXTENDS WorkQueue, TraceData
 \* this much: the one implementation quirk this spec allows, and only in the idle field.
 CONSTANT ClockSlack
 
+\* The header's `drained`: the run's stream was empty when the trace was written (read from
+\* Redis). Then the trace must end with every entry it offered acked (EveryEntryAcked, which a
+\* finite trace can show only at an end that the run says is one).
+CONSTANT Drained
+
 VARIABLES
     t,      \* which trace of the batch
     l,      \* how many of its lines are explained
@@ -109,6 +114,8 @@ Explains(x, outcome) ==
                         entry |-> <<PelView(x), LoggedPel>>,
                         idle |-> <<SpecIdle(x), IdleSeen(x)>>,
                         overlapping_invocations |-> <<~OneHolder(x), FALSE>>])
+    /\ (Drained /\ l + 1 = Lines) =>
+          Match(t, l + 1, [unacked_at_end |-> <<{ids'[i] : i \in {i \in DOMAIN ids' : status'[i] # "gone"}}, {}>>])
     /\ Consumed(t, l + 1, Lines)
 
 -----------------------------------------------------------------------------

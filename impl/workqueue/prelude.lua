@@ -2,18 +2,25 @@
 -- Every script that commits a step appends its trace event here, in the same script, so that
 -- Redis orders the trace across processes. Every state value is read after the step.
 
--- The server's clock, read once when the script starts: the event's `now` and every
--- last_touched it derives come from this one reading. Reading TIME again at each use let `now`
--- run a millisecond past the PEL stamp of the entry this very script touched, so the trace
--- showed a fresh renewal as idle for 1 ms (found by TraceWorkQueue on a real-Redis run).
+-- The server's clock. An event's `now` is read once, when the script starts, before its
+-- writes; last_touched is read back from the PEL (idle time, against a fresh reading, so it is
+-- the stamp Redis keeps). A PEL stamp is never before its script's start, and can fall a
+-- millisecond after it on a real server: traces say so in clock_slack_ms. (Reading TIME anew
+-- for `now` after the writes made a fresh renewal look idle for 1 ms, and a stamp read against
+-- the start time could fall before the trace's first `now`; found by TraceWorkQueue on real
+-- Redis runs.)
 local SCRIPT_NOW_MS
 do
   local t = redis.call('TIME')
   SCRIPT_NOW_MS = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+local function fresh_now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
 local function server_now_ms()
-  -- Idle times are measured by the server's clock, so last_touched must be too.
   return SCRIPT_NOW_MS
 end
 
@@ -22,13 +29,13 @@ local function entry_state(stream, group, id)
   if #p > 0 then
     local rec = p[1]
     return {pending = true, owner = rec[2],
-            last_touched = server_now_ms() - tonumber(rec[3]),
+            last_touched = fresh_now_ms() - tonumber(rec[3]),
             deliveries = tonumber(rec[4])}
   end
   if #redis.call('XRANGE', stream, id, id) > 0 then
     -- Not yet delivered: nothing measures its idle time; it is 0 (last_touched = now), as
     -- WorkQueue.tla keeps idle at 0 for an entry that is not pending.
-    return {pending = false, owner = cjson.null, last_touched = server_now_ms(), deliveries = 0}
+    return {pending = false, owner = cjson.null, last_touched = fresh_now_ms(), deliveries = 0}
   end
   return cjson.null
 end

@@ -33,12 +33,22 @@ def export(path: Path, steps: Steps, *, system: str, settings: Settings, gates: 
         raise ValueError(f"system must be one of {sorted(OPS)}, not {system!r}")
     events = [ev for ev in steps.events() if ev["op"] in OPS[system]]
     names = list(dict.fromkeys([*nodes, *(ev["node"] for ev in events)]))
-    # A real server stamps PEL times with its own clock while the script reads TIME once at its
-    # start: the two can fall a millisecond apart. The header says so, and the trace spec
-    # allows that much (TraceWorkQueue's ClockSlack); a simulated server's clock does not move
-    # within a step, so its traces are held to the millisecond.
+    # A real server's `now` (read at a script's start) and the PEL stamps it reads back (idle
+    # times against a fresh TIME) each fall within a millisecond of the true stamp: up to 2 ms
+    # apart. The header says so, and the trace spec allows that much (TraceWorkQueue's
+    # ClockSlack); a simulated server's clock does not move within a step: held to the ms.
     simulated = type(steps.client).__module__.startswith("fakeredis")
     head = trace.header(system, gates=gates.as_dict(),
-                        settings={**settings.as_dict(), "clock_slack_ms": 0 if simulated else 1},
+                        settings={**settings.as_dict(), "clock_slack_ms": 0 if simulated else 2,
+                                  "drained": _drained(steps)},
                         nodes=names or ["none"], run=run, features=features)
     return trace.write(path, head, events)
+
+
+def _drained(steps: Steps) -> bool:
+    """Whether the queue's stream is empty at export: every entry offered was acked (acks delete
+    entries). Read from Redis, not from the events, so that a trace that lost an ack does not
+    agree with its header: the trace specs then require every entry acked and every command
+    finished at the trace's end."""
+    length = getattr(steps, "stream_length", None)
+    return bool(length is not None and length() == 0)
