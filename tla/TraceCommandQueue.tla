@@ -171,10 +171,21 @@ IsGuardTake ==
     /\ BindW /\ UNCHANGED gone
     /\ Explains(K, IF guard[K] = NoOne THEN "taken" ELSE "busy", TRUE)
 
+(* Implementation quirk (listed with the others under ImplQuirk): LostRenewRunsOn. The   *)
+(* heartbeat's renewal finds the guard lost, but the handler runs in another thread and    *)
+(* learns it only at its own next guarded step (a write refused, a release lost): until    *)
+(* then it is a stale attempt. CommandQueue's GuardRenew ends the attempt at once.         *)
+LostRenewRunsOn(w) ==
+    /\ AttemptGuard /\ Running(w)
+    /\ pc[w] \notin {"idle", "take", "ack"}
+    /\ guard[cmdOf[w]] # w
+    /\ stale' = [stale EXCEPT ![w] = TRUE]
+    /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, cmdOf, pc, checked, historyVars>>
+
 IsGuardRenew ==
     /\ Logged("guard_renew")
     /\ Worker
-    /\ GuardRenew(Wk)
+    /\ GuardRenew(Wk) \/ LostRenewRunsOn(Wk)
     /\ BindW /\ UNCHANGED gone
     /\ Explains(K, IF guard[K] = Wk THEN "renewed" ELSE "lost", TRUE)
 
@@ -309,7 +320,8 @@ TwoStepCheck ==
     /\ \E w \in DOMAIN dl : PutCheck(w)
     /\ UNCHANGED traceVars
 
-(* Implementation quirks, in one place (besides AckTakesNothing above, a logged ack):     *)
+(* Implementation quirks, in one place (besides AckTakesNothing above, a logged ack,      *)
+(* and LostRenewRunsOn below, a logged guard_renew):                                     *)
 (*  - CallThrows: the external call threw (the handler_throws feature): the attempt       *)
 (*    releases the guard at once and ends without acking, the message left pending; a    *)
 (*    later delivery finds SUBMITTING and calls again with the same key. CommandQueue's   *)
@@ -321,6 +333,8 @@ CallThrows ==
           /\ pc' = [pc EXCEPT ![w] = "release"]
     /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, cmdOf, stale, checked,
                    historyVars, traceVars>>
+
+(*  - LostRenewRunsOn: defined before IsGuardRenew, which uses it.                        *)
 
 ImplQuirk == CallThrows
 
