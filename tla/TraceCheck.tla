@@ -17,7 +17,7 @@
 (*                                                                         *)
 (* See traces/README.md.                                                   *)
 (***************************************************************************)
-EXTENDS Naturals, Sequences, TLC
+EXTENDS Integers, Sequences, TLC
 
 \* JSON null in a trace. A model value: unequal to, and comparable with, any other value.
 CONSTANT Nil

@@ -9,10 +9,10 @@ trace (two equal events swapped, say) is not a mutant: it is listed as excluded,
 |-------------|------------------------------------------------------------------|
 | version     | a version field in an event's state, +1                          |
 | status      | a status field, to another value of its vocabulary               |
-| drop        | a middle event is removed                                        |
-| swap        | two adjacent events that change the state trade places           |
-| duplicate   | an event is committed twice                                      |
-| node        | an event is attributed to another node                           |
+| drop        | a middle event that changes the state is removed                 |
+| swap        | two adjacent events that change one entity's state trade places  |
+| duplicate   | a middle event that changes the state is committed twice         |
+| node        | such an event is attributed to another node                      |
 | lease_time  | a lease time in an event's state moves by `lease_shift` ms       |
 """
 
@@ -108,36 +108,68 @@ def _field_mutants(trace: Trace, system: System) -> list[Mutant]:
     return out
 
 
+def _body(e: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in e.items() if k != "seq"}
+
+
+def _changes_state(events: list[dict[str, Any]], entity: str | None) -> list[bool]:
+    """For each event: does it change its entity's logged state, and is it not repeated as is by
+    the entity's next event? (Once or twice, a repeated step leaves the same state.)"""
+    last: dict[Any, Any] = {}
+    out = []
+    for e in events:
+        key = e.get(entity) if entity else None
+        out.append(e.get("state") != last.get(key))
+        last[key] = e.get("state")
+    following: dict[Any, dict[str, Any]] = {}
+    for i in range(len(events) - 1, -1, -1):
+        key = events[i].get(entity) if entity else None
+        if key in following and following[key] == _body(events[i]):
+            out[i] = False
+        following[key] = _body(events[i])
+    return out
+
+
 def mutants(trace: Trace, system: System) -> tuple[list[Mutant], list[Excluded]]:
-    """Every mutant of `trace` under `system`'s operators, and the mutations excluded (with why)."""
+    """Every mutant of `trace` under `system`'s operators, and the mutations excluded (with why).
+
+    The structural operators aim at events that change their entity's state (the entity is the
+    system's `entity` field: a workflow, an entry, a command). An event that changes nothing
+    may be one the spec allows to happen any number of times (a start that finds its workflow
+    already created); and events of different entities are independent in the specs, so
+    swapping them is a valid behaviour by construction; and a step repeated as is (a renewal
+    twice in one millisecond) leaves the same state once or three times. All are left out, and
+    said.
+    """
     ev = list(trace.events)
     n = len(ev)
     made = _field_mutants(trace, system)
     excluded: list[Excluded] = []
-    if n >= 3:
-        i = n // 2
-        made.append(_mutant(trace, ev[:i] + ev[i + 1 :], "drop", f"event {i + 1} ({ev[i]['op']}) dropped"))
-    if n >= 2:
-        swapped = False
-        for i in _middle_first(n - 1):
-            a, b = ev[i], ev[i + 1]
-            changes_a = a.get("state") != (ev[i - 1].get("state") if i > 0 else None)
-            changes_b = b.get("state") != a.get("state")
-            if changes_a and changes_b and {k: v for k, v in a.items() if k != "seq"} != {k: v for k, v in b.items() if k != "seq"}:
-                made.append(_mutant(trace, ev[:i] + [b, a] + ev[i + 2 :], "swap", f"events {i + 1} and {i + 2} swapped"))
-                swapped = True
-                break
-        if not swapped:
-            excluded.append(Excluded(trace.source, "swap", "no two adjacent events both change the state and differ"))
-        i = n // 2
-        made.append(_mutant(trace, ev[: i + 1] + [ev[i]] + ev[i + 1 :], "duplicate", f"event {i + 1} ({ev[i]['op']}) twice"))
-    nodes = list(trace.header.get("nodes", ()))
-    if len(nodes) >= 2:
-        i = n // 2
-        other = nodes[(nodes.index(ev[i]["node"]) + 1) % len(nodes)]
-        made.append(_mutant(trace, ev[:i] + [{**ev[i], "node": other}] + ev[i + 1 :], "node", f"event {i + 1} by {other} instead of {ev[i]['node']}"))
+    changing = _changes_state(ev, system.entity)
+    targets = [i for i in _middle_first(n) if changing[i]]
+    what = system.entity or "trace"
+    if not targets:
+        for op in ("drop", "duplicate", "node"):
+            excluded.append(Excluded(trace.source, op, "no event changes the logged state"))
     else:
-        excluded.append(Excluded(trace.source, "node", "the trace has a single node"))
+        i = targets[0]
+        if n >= 2:
+            made.append(_mutant(trace, ev[:i] + ev[i + 1 :], "drop", f"event {i + 1} ({ev[i]['op']}) dropped"))
+        made.append(_mutant(trace, ev[: i + 1] + [ev[i]] + ev[i + 1 :], "duplicate", f"event {i + 1} ({ev[i]['op']}) twice"))
+        nodes = list(trace.header.get("nodes", ()))
+        if len(nodes) >= 2:
+            other = nodes[(nodes.index(ev[i]["node"]) + 1) % len(nodes)]
+            made.append(_mutant(trace, ev[:i] + [{**ev[i], "node": other}] + ev[i + 1 :], "node",
+                                f"event {i + 1} ({ev[i]['op']}) by {other} instead of {ev[i]['node']}"))
+        else:
+            excluded.append(Excluded(trace.source, "node", "the trace has a single node"))
+    pair = next((i for i in _middle_first(n - 1) if n >= 2 and changing[i] and changing[i + 1]
+                 and (system.entity is None or ev[i].get(system.entity) == ev[i + 1].get(system.entity))
+                 and _body(ev[i]) != _body(ev[i + 1])), None)
+    if pair is None:
+        excluded.append(Excluded(trace.source, "swap", f"no two adjacent events of one {what} both change its state"))
+    else:
+        made.append(_mutant(trace, ev[:pair] + [ev[pair + 1], ev[pair]] + ev[pair + 2 :], "swap", f"events {pair + 1} and {pair + 2} swapped"))
     kept = []
     for m in made:
         if m.trace.events == trace.events:

@@ -36,6 +36,7 @@ class System:
     constants: dict[str, dict[str, Any]]
     time_fields: tuple[str, ...] = ()
     timeout: float = 300.0
+    entity: str | None = None
     mutations: dict[str, Any] = field(default_factory=dict)
     coverage: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -62,7 +63,7 @@ def load_system(path: Path, tla_dir: Path) -> System:
         name=data["system"], spec=data["spec"], spec_path=spec_path, ops=frozenset(data["ops"]),
         features=frozenset(data.get("features", ())), constants=data["constants"],
         time_fields=tuple(data.get("time_fields", ())), timeout=float(data.get("timeout", 300)),
-        mutations=data.get("mutations", {}), coverage=data.get("coverage", {}),
+        mutations=data.get("mutations", {}), coverage=data.get("coverage", {}), entity=data.get("entity"),
     )
 
 
