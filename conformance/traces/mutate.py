@@ -153,8 +153,13 @@ def mutants(trace: Trace, system: System) -> tuple[list[Mutant], list[Excluded]]
             excluded.append(Excluded(trace.source, op, "no event changes the logged state"))
     else:
         i = targets[0]
-        if n >= 2:
-            made.append(_mutant(trace, ev[:i] + ev[i + 1 :], "drop", f"event {i + 1} ({ev[i]['op']}) dropped"))
+        # Dropping the last event leaves a prefix, which a trace spec accepts by construction.
+        inner = [j for j in targets if j < n - 1]
+        if inner:
+            j = inner[0]
+            made.append(_mutant(trace, ev[:j] + ev[j + 1 :], "drop", f"event {j + 1} ({ev[j]['op']}) dropped"))
+        else:
+            excluded.append(Excluded(trace.source, "drop", "only the last event changes the state; without it the trace is a prefix"))
         made.append(_mutant(trace, ev[: i + 1] + [ev[i]] + ev[i + 1 :], "duplicate", f"event {i + 1} ({ev[i]['op']}) twice"))
         nodes = list(trace.header.get("nodes", ()))
         if len(nodes) >= 2:

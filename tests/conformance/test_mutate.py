@@ -1,0 +1,66 @@
+"""Mutation operators (pure): what each changes, and what is left out because it could not fail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from conformance.traces.mutate import mutants
+from conformance.traces.system import System
+from conformance.traces.trace import Trace
+
+SYSTEM = System(name="s", spec="S", spec_path=Path("S.tla"), ops=frozenset({"put"}), features=frozenset(), constants={},
+                mutations={"version": ["state.v"], "status": {"state.st": ["A", "B", "C"]}, "lease_time": ["state.until"], "lease_shift": 5},
+                entity="key")
+
+
+def ev(seq: int, key: str, v: int, node: str = "n1", st: str = "A", **extra: Any) -> dict[str, Any]:
+    return {"kind": "event", "seq": seq, "node": node, "op": "put", "now": seq, "key": key, "outcome": "ok",
+            "state": {"v": v, "st": st, "until": 100 + v}, **extra}
+
+
+def trace(*events: dict[str, Any]) -> Trace:
+    return Trace("t", {"system": "s", "nodes": ["n1", "n2"]}, tuple(events))
+
+
+def by_op(t: Trace) -> dict[str, Any]:
+    made, excluded = mutants(t, SYSTEM)
+    return {"made": {m.operator: m for m in made}, "excluded": {e.operator: e.why for e in excluded}}
+
+
+def test_every_operator_on_a_plain_trace() -> None:
+    t = trace(ev(1, "a", 1), ev(2, "a", 2), ev(3, "a", 3), ev(4, "a", 4))
+    r = by_op(t)
+    assert set(r["made"]) == {"version", "status", "lease_time", "drop", "duplicate", "node", "swap"}
+    assert r["excluded"] == {}
+    m = r["made"]
+    assert [e["state"]["v"] for e in m["version"].trace.events] == [1, 2, 4, 4]  # the middle event's v + 1
+    assert m["status"].trace.events[2]["state"]["st"] == "B"
+    assert m["lease_time"].trace.events[2]["state"]["until"] == 108
+    assert [e["state"]["v"] for e in m["drop"].trace.events] == [1, 2, 4]
+    assert [e["state"]["v"] for e in m["duplicate"].trace.events] == [1, 2, 3, 3, 4]
+    assert m["node"].trace.events[2]["node"] == "n2"
+    assert [e["state"]["v"] for e in m["swap"].trace.events] == [1, 3, 2, 4]
+    for made in m.values():  # mutants stay well formed: seq renumbered from 1
+        assert [e["seq"] for e in made.trace.events] == list(range(1, len(made.trace.events) + 1))
+
+
+def test_events_of_different_entities_are_not_swapped() -> None:
+    r = by_op(trace(ev(1, "a", 1), ev(2, "b", 1), ev(3, "a", 2), ev(4, "b", 2)))
+    assert "swap" not in r["made"]
+    assert r["excluded"]["swap"] == "no two adjacent events of one key both change its state"
+
+
+def test_steps_that_change_nothing_or_repeat_are_not_targets() -> None:
+    # Event 2 changes nothing, and events 3 and 4 are one step repeated as is: event 1 is the
+    # only target.
+    t = trace(ev(1, "a", 1), ev(2, "a", 1), {**ev(3, "a", 2), "now": 9}, {**ev(4, "a", 2), "now": 9, "seq": 4})
+    r = by_op(t)
+    assert r["made"]["duplicate"].change == "event 1 (put) twice"
+    assert r["made"]["drop"].change == "event 1 (put) dropped"
+
+
+def test_a_trace_whose_only_change_is_last_is_not_dropped() -> None:
+    r = by_op(trace(ev(1, "a", 1)))
+    assert "drop" not in r["made"]
+    assert "prefix" in r["excluded"]["drop"]
