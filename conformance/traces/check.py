@@ -46,7 +46,7 @@ def triage(items: list[Trace | TraceVerdict], systems: dict[str, System]) -> Sor
             continue
         try:
             constants_for(system, item)
-            trace_literal(item.events, system.time_fields, label=f"event")
+            trace_literal(item.events, system.time_fields, label=item.source)
         except KeyError as exc:
             decided[item.source] = TraceVerdict(item.source, TraceKind.MALFORMED, reason=str(exc.args[0]))
             continue
