@@ -58,3 +58,22 @@ def test_times_become_relative_to_the_first_event() -> None:
     lit = trace_literal(events, ("now", "state.run_after"))
     assert parse_value(lit.replace("Nil", '"nil"')) == ({"now": 0, "state": {"run_after": 30_000}}, {"now": 1000, "state": {"run_after": "nil"}})
     assert "kind" not in spec_event(events[0], (), 0) and "seq" not in spec_event(events[0], (), 0)
+
+
+def test_a_trace_with_no_tla_form_is_malformed_before_tlc() -> None:
+    from pathlib import Path
+
+    from conformance.traces.check import triage
+    from conformance.traces.system import System
+    from conformance.traces.trace import Trace, TraceKind
+
+    system = System(name="s", spec="S", spec_path=Path("S.tla"), ops=frozenset({"put"}), features=frozenset(),
+                    constants={"Nodes": {"from": "nodes"}, "Lease": {"from": "settings.lease_ms"}})
+    header = {"system": "s", "nodes": ["n1"], "settings": {"lease_ms": 10}}
+    decimal = Trace("decimal.ndjson", header, ({"seq": 1, "op": "put", "node": "n1", "now": 0, "state": {"v": 1.5}},))
+    no_lease = Trace("no-lease.ndjson", {**header, "settings": {}}, ({"seq": 1, "op": "put", "node": "n1", "now": 0},))
+    sorted_ = triage([decimal, no_lease], {"s": system})
+    assert sorted_.ready == {}
+    assert sorted_.decided["decimal.ndjson"].kind is TraceKind.MALFORMED
+    assert "decimal.ndjson event 1.state.v: 1.5 is not an integer" in (sorted_.decided["decimal.ndjson"].reason or "")
+    assert sorted_.decided["no-lease.ndjson"].reason == "the header has no settings.lease_ms (needed for the constant Lease)"
