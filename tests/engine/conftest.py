@@ -45,21 +45,22 @@ def _flush(b: Backend) -> None:
         rec.flush(b)
 
 
-@pytest.fixture(params=STORES)
-def backend(request: pytest.FixtureRequest, tmp_path, key_prefix: str) -> Iterator[Backend]:
-    """A fresh, empty store of each kind."""
+def _fresh(request: pytest.FixtureRequest, tmp_path, key_prefix: str) -> Iterator[Backend]:
+    """An empty store of the kind `request.param` names; its events kept, then it is dropped."""
     b = _open(request.param, request, tmp_path, key_prefix)
     yield b
     _flush(b)
     b.drop_schema()
     b.close()
+
+
+@pytest.fixture(params=STORES)
+def backend(request: pytest.FixtureRequest, tmp_path, key_prefix: str) -> Iterator[Backend]:
+    """A fresh, empty store of each kind."""
+    yield from _fresh(request, tmp_path, key_prefix)
 
 
 @pytest.fixture(params=SQL_STORES)
 def sql_backend(request: pytest.FixtureRequest, tmp_path, key_prefix: str) -> Iterator[Backend]:
     """A fresh, empty SQL store: SQLite and MariaDB."""
-    b = _open(request.param, request, tmp_path, key_prefix)
-    yield b
-    _flush(b)
-    b.drop_schema()
-    b.close()
+    yield from _fresh(request, tmp_path, key_prefix)
