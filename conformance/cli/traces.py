@@ -123,7 +123,7 @@ def run_check(args: argparse.Namespace) -> int:
         out["mutants"] = {"total": result.total, "rejected": result.rejected,
                           "survivors": [{"operator": m.operator, "trace": m.original, "change": m.change, "verdict": v.describe()}
                                         for m, v in result.survivors],
-                          "excluded": [{"operator": e.operator, "trace": e.original, "why": e.why} for e in result.excluded]}
+                          "excluded": [{"operator": e.operator, "trace": e.original, "why": e.why, "declared": e.declared} for e in result.excluded]}
         failed |= bool(result.survivors) or result.total == 0
         if not args.json:
             print("\n".join(mutation_lines(result)))

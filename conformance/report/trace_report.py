@@ -24,6 +24,9 @@ def summary_line(verdicts: list[TraceVerdict]) -> str:
 def mutation_lines(result: MutationResult) -> list[str]:
     """`N of N mutants rejected`, per operator, then every survivor and exclusion with why."""
     lines = [f"{result.rejected} of {result.total} mutants rejected"]
+    declared = sum(e.declared for e in result.excluded)
+    if declared:
+        lines[0] += f"; {declared} more accepted and excluded as valid behaviours the system files declare (listed)"
     for op, (total, rejected) in sorted(result.by_operator.items()):
         lines.append(f"  {op}: {rejected} of {total}")
     for m, v in result.survivors:

@@ -12,8 +12,13 @@ trace (two equal events swapped, say) is not a mutant: it is listed as excluded,
 | drop        | a middle event that changes the state is removed                 |
 | swap        | two adjacent events that change one entity's state trade places  |
 | duplicate   | a middle event that changes the state is committed twice         |
-| node        | such an event is attributed to another node                      |
+| node        | such an event, of an op done by a node, is given to another node |
 | lease_time  | a lease time in an event's state moves by `lease_shift` ms       |
+
+A system file may declare, per operator and op, mutants that are valid behaviours by
+construction (`mutations.equivalent`, with why). Those are still made and checked: one the spec
+rejects counts as rejected; one it accepts is excluded, listed with the declared reason, never
+dropped quietly (`conformance/traces/selftest.py`).
 """
 
 from __future__ import annotations
@@ -37,15 +42,18 @@ class Mutant:
     operator: str
     change: str
     original: str
+    ops: tuple[str, ...] = ()  # the ops of the events it changed, moved or copied
 
 
 @dataclass(frozen=True)
 class Excluded:
-    """A mutation not made because its result would equal the trace (so no spec could reject it)."""
+    """A mutation left out, with why: not made (its result would equal the trace, or no event
+    fits the operator), or made, accepted, and declared a valid behaviour by its system file."""
 
     original: str
     operator: str
     why: str
+    declared: bool = False
 
 
 def _renumber(events: list[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
@@ -76,9 +84,10 @@ def _get(event: dict[str, Any], path: str) -> Any:
         return None
 
 
-def _mutant(trace: Trace, events: list[dict[str, Any]], operator: str, change: str) -> Mutant:
+def _mutant(trace: Trace, events: list[dict[str, Any]], operator: str, change: str, *targets: dict[str, Any]) -> Mutant:
     source = f"{trace.source}#{operator}:{change}"
-    return Mutant(Trace(source, trace.header, _renumber(events)), operator, change, trace.source)
+    ops = tuple(dict.fromkeys(str(t.get("op")) for t in targets))
+    return Mutant(Trace(source, trace.header, _renumber(events)), operator, change, trace.source, ops)
 
 
 def _field_mutants(trace: Trace, system: System) -> list[Mutant]:
@@ -89,21 +98,21 @@ def _field_mutants(trace: Trace, system: System) -> list[Mutant]:
         for i in _middle_first(len(ev)):
             v = _get(ev[i], path)
             if isinstance(v, int) and not isinstance(v, bool):
-                out.append(_mutant(trace, ev[:i] + [_set(ev[i], path, v + 1)] + ev[i + 1 :], "version", f"event {i + 1} {path} {v}->{v + 1}"))
+                out.append(_mutant(trace, ev[:i] + [_set(ev[i], path, v + 1)] + ev[i + 1 :], "version", f"event {i + 1} {path} {v}->{v + 1}", ev[i]))
                 break
     for path, vocab in m.get("status", {}).items():
         for i in _middle_first(len(ev)):
             v = _get(ev[i], path)
             if isinstance(v, str) and v in vocab:
                 new = vocab[(vocab.index(v) + 1) % len(vocab)]
-                out.append(_mutant(trace, ev[:i] + [_set(ev[i], path, new)] + ev[i + 1 :], "status", f"event {i + 1} {path} {v}->{new}"))
+                out.append(_mutant(trace, ev[:i] + [_set(ev[i], path, new)] + ev[i + 1 :], "status", f"event {i + 1} {path} {v}->{new}", ev[i]))
                 break
     shift = m.get("lease_shift", DEFAULT_LEASE_SHIFT)
     for path in m.get("lease_time", ()):
         for i in _middle_first(len(ev)):
             v = _get(ev[i], path)
             if isinstance(v, int) and not isinstance(v, bool):
-                out.append(_mutant(trace, ev[:i] + [_set(ev[i], path, v + shift)] + ev[i + 1 :], "lease_time", f"event {i + 1} {path} +{shift}"))
+                out.append(_mutant(trace, ev[:i] + [_set(ev[i], path, v + shift)] + ev[i + 1 :], "lease_time", f"event {i + 1} {path} +{shift}", ev[i]))
                 break
     return out
 
@@ -112,13 +121,23 @@ def _body(e: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in e.items() if k != "seq"}
 
 
-def _changes_state(events: list[dict[str, Any]], entity: str | None) -> list[bool]:
-    """For each event: does it change its entity's logged state, and is it not repeated as is by
-    the entity's next event? (Once or twice, a repeated step leaves the same state.)"""
+def _facet(e: dict[str, Any], state_of: dict[str, str]) -> tuple[Any, ...]:
+    """Which state an event logs: the names of its `state` fields and, for a field that logs
+    another thing than the entity (the system's `state_of`: a command's delivery logs its
+    stream entry), the name of that thing."""
+    state = e.get("state")
+    names = tuple(sorted(state)) if isinstance(state, dict) else ()
+    return names + tuple(e.get(state_of[f]) for f in names if f in state_of)
+
+
+def _changes_state(events: list[dict[str, Any]], entity: str | None, state_of: dict[str, str] | None = None) -> list[bool]:
+    """For each event: does it change the logged state it shows (against the last event that
+    showed that state), and is it not repeated as is by the entity's next event? (Once or
+    twice, a repeated step leaves the same state.)"""
     last: dict[Any, Any] = {}
     out = []
     for e in events:
-        key = e.get(entity) if entity else None
+        key = (e.get(entity) if entity else None, _facet(e, state_of or {}))
         out.append(e.get("state") != last.get(key))
         last[key] = e.get("state")
     following: dict[Any, dict[str, Any]] = {}
@@ -128,6 +147,26 @@ def _changes_state(events: list[dict[str, Any]], entity: str | None) -> list[boo
             out[i] = False
         following[key] = _body(events[i])
     return out
+
+
+def _node_mutant(trace: Trace, ev: list[dict[str, Any]], targets: list[int], system: System) -> tuple[Mutant | None, str]:
+    """The node operator's mutant, at the first target done by a node; else None and why.
+
+    Ops in the system's `mutations.node_free_ops` are actions the spec takes for no node (a
+    client's offer or cancel): whoever logs them, the spec explains them alike, so the operator
+    aims past them rather than make a mutant that no spec could reject.
+    """
+    nodes = list(trace.header.get("nodes", ()))
+    if len(nodes) < 2:
+        return None, "the trace has a single node"
+    free = set(system.mutations.get("node_free_ops", ()))
+    bound = [i for i in targets if ev[i]["op"] not in free and ev[i].get("node") in nodes]
+    if not bound:
+        return None, f"every event that changes the state is of an op the spec takes for no node ({', '.join(sorted(free))})"
+    i = bound[0]
+    other = nodes[(nodes.index(ev[i]["node"]) + 1) % len(nodes)]
+    return _mutant(trace, ev[:i] + [{**ev[i], "node": other}] + ev[i + 1 :], "node",
+                   f"event {i + 1} ({ev[i]['op']}) by {other} instead of {ev[i]['node']}", ev[i]), ""
 
 
 def mutants(trace: Trace, system: System) -> tuple[list[Mutant], list[Excluded]]:
@@ -145,7 +184,7 @@ def mutants(trace: Trace, system: System) -> tuple[list[Mutant], list[Excluded]]
     n = len(ev)
     made = _field_mutants(trace, system)
     excluded: list[Excluded] = []
-    changing = _changes_state(ev, system.entity)
+    changing = _changes_state(ev, system.entity, system.mutations.get("state_of"))
     targets = [i for i in _middle_first(n) if changing[i]]
     what = system.entity or "trace"
     if not targets:
@@ -157,24 +196,23 @@ def mutants(trace: Trace, system: System) -> tuple[list[Mutant], list[Excluded]]
         inner = [j for j in targets if j < n - 1]
         if inner:
             j = inner[0]
-            made.append(_mutant(trace, ev[:j] + ev[j + 1 :], "drop", f"event {j + 1} ({ev[j]['op']}) dropped"))
+            made.append(_mutant(trace, ev[:j] + ev[j + 1 :], "drop", f"event {j + 1} ({ev[j]['op']}) dropped", ev[j]))
         else:
             excluded.append(Excluded(trace.source, "drop", "only the last event changes the state; without it the trace is a prefix"))
-        made.append(_mutant(trace, ev[: i + 1] + [ev[i]] + ev[i + 1 :], "duplicate", f"event {i + 1} ({ev[i]['op']}) twice"))
-        nodes = list(trace.header.get("nodes", ()))
-        if len(nodes) >= 2:
-            other = nodes[(nodes.index(ev[i]["node"]) + 1) % len(nodes)]
-            made.append(_mutant(trace, ev[:i] + [{**ev[i], "node": other}] + ev[i + 1 :], "node",
-                                f"event {i + 1} ({ev[i]['op']}) by {other} instead of {ev[i]['node']}"))
+        made.append(_mutant(trace, ev[: i + 1] + [ev[i]] + ev[i + 1 :], "duplicate", f"event {i + 1} ({ev[i]['op']}) twice", ev[i]))
+        made_node, why = _node_mutant(trace, ev, targets, system)
+        if made_node is not None:
+            made.append(made_node)
         else:
-            excluded.append(Excluded(trace.source, "node", "the trace has a single node"))
+            excluded.append(Excluded(trace.source, "node", why))
     pair = next((i for i in _middle_first(n - 1) if n >= 2 and changing[i] and changing[i + 1]
                  and (system.entity is None or ev[i].get(system.entity) == ev[i + 1].get(system.entity))
                  and _body(ev[i]) != _body(ev[i + 1])), None)
     if pair is None:
         excluded.append(Excluded(trace.source, "swap", f"no two adjacent events of one {what} both change its state"))
     else:
-        made.append(_mutant(trace, ev[:pair] + [ev[pair + 1], ev[pair]] + ev[pair + 2 :], "swap", f"events {pair + 1} and {pair + 2} swapped"))
+        made.append(_mutant(trace, ev[:pair] + [ev[pair + 1], ev[pair]] + ev[pair + 2 :], "swap", f"events {pair + 1} and {pair + 2} swapped",
+                            ev[pair], ev[pair + 1]))
     kept = []
     for m in made:
         if m.trace.events == trace.events:

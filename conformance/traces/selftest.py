@@ -61,8 +61,22 @@ def check_corpus(root: Path, systems: dict[str, System], tlc: Tlc, only: set[str
     return CorpusResult(len(items), problems)
 
 
+def declared_equivalent(mutant: Mutant, system: System) -> str | None:
+    """Why `mutant` is a valid behaviour by construction, when the system file declares it so
+    (`mutations.equivalent`: an operator and the ops it may touch), else None."""
+    for decl in system.mutations.get("equivalent", ()):
+        if decl["operator"] == mutant.operator and set(mutant.ops) & set(decl["ops"]):
+            return decl["why"]
+    return None
+
+
 def check_mutants(accepted: list[Trace], systems: dict[str, System], tlc: Tlc, **kwargs: object) -> MutationResult:
-    """Mutate every accepted trace and check that the checker rejects every mutant."""
+    """Mutate every accepted trace and check that the checker rejects every mutant.
+
+    A mutant the checker accepts is a survivor, unless its system file declares such mutants
+    valid behaviours by construction: then it is excluded, and listed with the declared reason
+    and its verdict. A declared mutant that is rejected counts as rejected.
+    """
     made: list[Mutant] = []
     excluded: list[Excluded] = []
     for t in accepted:
@@ -70,9 +84,28 @@ def check_mutants(accepted: list[Trace], systems: dict[str, System], tlc: Tlc, *
         made.extend(ms)
         excluded.extend(ex)
     verdicts = check_traces([m.trace for m in made], systems, tlc, **kwargs)  # type: ignore[arg-type]
-    survivors = [(m, v) for m, v in zip(made, verdicts) if v.kind is not TraceKind.REJECTED]
+    return tally(made, verdicts, systems, excluded)
+
+
+def tally(made: list[Mutant], verdicts: list[TraceVerdict], systems: dict[str, System], excluded: list[Excluded]) -> MutationResult:
+    """Count the mutants' verdicts: survivors, rejections per operator, and the accepted ones
+    that their system file declares valid behaviours (excluded, with why and the verdict)."""
+    excluded = list(excluded)
+    survivors = []
+    counted = 0
     by_op: dict[str, tuple[int, int]] = {}
-    for m, v in zip(made, verdicts):
+    for m, v in zip(made, verdicts, strict=True):
+        rejected = v.kind is TraceKind.REJECTED
+        # Only an accepted mutant can be a valid behaviour: an inconclusive one stays a survivor.
+        why = declared_equivalent(m, systems[m.trace.system]) if v.kind is TraceKind.ACCEPTED else None
+        if why is not None:
+            system = systems[m.trace.system].name
+            excluded.append(Excluded(m.original, m.operator, f"{m.change}: accepted, a valid behaviour "
+                                                            f"(traces/systems/{system}.yaml): {why}", declared=True))
+            continue
+        counted += 1
+        if not rejected:
+            survivors.append((m, v))
         total, rej = by_op.get(m.operator, (0, 0))
-        by_op[m.operator] = (total + 1, rej + (v.kind is TraceKind.REJECTED))
-    return MutationResult(len(made), len(made) - len(survivors), survivors, excluded, by_op)
+        by_op[m.operator] = (total + 1, rej + rejected)
+    return MutationResult(counted, counted - len(survivors), survivors, excluded, by_op)

@@ -56,6 +56,12 @@ def load_system(path: Path, tla_dir: Path) -> System:
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
         raise SystemFileError(f"{path}: field {where}: {error.message}")
+    mutations = data.get("mutations", {})
+    named = [("mutations.node_free_ops", op) for op in mutations.get("node_free_ops", ())]
+    named += [(f"mutations.equivalent.{i}.ops", op) for i, d in enumerate(mutations.get("equivalent", ())) for op in d["ops"]]
+    for where, op in named:
+        if op not in data["ops"]:
+            raise SystemFileError(f"{path}: field {where}: {op!r} is not one of the system's ops ({', '.join(data['ops'])})")
     spec_path = tla_dir / f"{data['spec']}.tla"
     if not spec_path.is_file():
         raise SystemFileError(f"{path}: field spec: no {spec_path}")
@@ -63,7 +69,7 @@ def load_system(path: Path, tla_dir: Path) -> System:
         name=data["system"], spec=data["spec"], spec_path=spec_path, ops=frozenset(data["ops"]),
         features=frozenset(data.get("features", ())), constants=data["constants"],
         time_fields=tuple(data.get("time_fields", ())), timeout=float(data.get("timeout", 300)),
-        mutations=data.get("mutations", {}), coverage=data.get("coverage", {}), entity=data.get("entity"),
+        mutations=mutations, coverage=data.get("coverage", {}), entity=data.get("entity"),
     )
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from conformance.traces.mutate import mutants
+from conformance.traces.mutate import _changes_state, mutants
 from conformance.traces.system import System
 from conformance.traces.trace import Trace
 
@@ -64,3 +65,35 @@ def test_a_trace_whose_only_change_is_last_is_not_dropped() -> None:
     r = by_op(trace(ev(1, "a", 1)))
     assert "drop" not in r["made"]
     assert "prefix" in r["excluded"]["drop"]
+
+
+def test_the_node_operator_aims_past_ops_the_spec_takes_for_no_node() -> None:
+    system = replace(SYSTEM, mutations={**SYSTEM.mutations, "node_free_ops": ["offer"]})
+    t = trace(ev(1, "a", 1), ev(2, "a", 2), {**ev(3, "a", 3), "op": "offer"}, ev(4, "a", 4))
+    made, _ = mutants(t, system)
+    node = next(m for m in made if m.operator == "node")
+    assert node.change == "event 2 (put) by n2 instead of n1"  # event 3, the middle, is an offer
+    assert node.ops == ("put",)
+    only_offers = trace(*({**ev(i, "a", i), "op": "offer"} for i in range(1, 4)))
+    _, excluded = mutants(only_offers, system)
+    assert [e.why for e in excluded if e.operator == "node"] == [
+        "every event that changes the state is of an op the spec takes for no node (offer)"]
+
+
+def test_state_logged_of_another_thing_is_compared_per_thing() -> None:
+    # Events 2 and 3 log the entries e1 and e2 of key a: each is the first of its entry, so
+    # both change the state; event 4 shows e1 as event 2 left it, so it changes nothing.
+    system = replace(SYSTEM, mutations={**SYSTEM.mutations, "state_of": {"entry": "entry"}})
+    def delivery(seq: int, entry: str, n: int) -> dict[str, Any]:
+        return {**ev(seq, "a", 0), "op": "deliver", "entry": entry, "state": {"entry": {"n": n}}}
+    events = [ev(1, "a", 1), delivery(2, "e1", 1), delivery(3, "e2", 2), delivery(4, "e1", 1), ev(5, "a", 2)]
+    assert _changes_state(events, "key", {"entry": "entry"}) == [True, True, True, False, True]
+    assert _changes_state(events, "key") == [True, True, True, True, True]  # e1 seen against e2
+    made, _ = mutants(trace(*events), system)
+    assert all("event 4 " not in m.change for m in made if m.operator in ("drop", "duplicate", "node"))
+
+
+def test_a_mutant_records_the_ops_it_touched() -> None:
+    made, _ = mutants(trace(ev(1, "a", 1), {**ev(2, "a", 2), "op": "take"}, ev(3, "a", 3)), SYSTEM)
+    swap = next(m for m in made if m.operator == "swap")
+    assert set(swap.ops) == {"put", "take"}

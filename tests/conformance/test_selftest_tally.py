@@ -1,0 +1,57 @@
+"""The self-test's accounting (pure): survivors, rejections per operator, and mutants that a
+system file declares valid behaviours, which are listed with why and never counted silently."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.traces.mutate import Mutant
+from conformance.traces.selftest import tally
+from conformance.traces.system import System, SystemFileError, load_system
+from conformance.traces.trace import Trace, TraceKind, TraceVerdict
+
+DECLARED = "a release may be lost to a crash, which the spec explains alike"
+SYSTEM = System(name="q", spec="Q", spec_path=Path("Q.tla"), ops=frozenset({"renew", "release"}), features=frozenset(),
+                constants={}, mutations={"equivalent": [{"operator": "drop", "ops": ["release"], "why": DECLARED}]})
+
+
+def mutant(operator: str, op: str) -> Mutant:
+    change = f"event 2 ({op}) {operator}"
+    return Mutant(Trace(f"t#{change}", {"system": "q"}, ()), operator, change, "t", (op,))
+
+
+def verdict(kind: TraceKind) -> TraceVerdict:
+    return TraceVerdict("t", kind)
+
+
+def test_declared_valid_behaviours_are_excluded_with_why_and_the_rest_counted() -> None:
+    made = [mutant("drop", "release"), mutant("drop", "renew"), mutant("duplicate", "release"), mutant("drop", "release")]
+    verdicts = [verdict(TraceKind.ACCEPTED), verdict(TraceKind.ACCEPTED), verdict(TraceKind.REJECTED), verdict(TraceKind.REJECTED)]
+    r = tally(made, verdicts, {"q": SYSTEM}, [])
+    # The accepted release drop is declared valid; the renew drop is not, so it survives; a
+    # declared mutant that is rejected still counts as rejected.
+    assert (r.total, r.rejected) == (3, 2)
+    assert [(m.operator, m.ops) for m, _ in r.survivors] == [("drop", ("renew",))]
+    assert r.by_operator == {"drop": (2, 1), "duplicate": (1, 1)}
+    [ex] = r.excluded
+    assert ex.declared and ex.operator == "drop"
+    assert DECLARED in ex.why and "traces/systems/q.yaml" in ex.why and "event 2 (release) drop" in ex.why
+
+
+def test_an_inconclusive_declared_mutant_is_a_survivor() -> None:
+    r = tally([mutant("drop", "release")], [verdict(TraceKind.INCONCLUSIVE)], {"q": SYSTEM}, [])
+    assert (r.total, r.rejected, len(r.survivors), r.excluded) == (1, 0, 1, [])
+
+
+def test_a_declaration_must_name_the_systems_ops(tmp_path: Path) -> None:
+    (tmp_path / "Q.tla").write_text("---- MODULE Q ----\n====\n")
+    bad = tmp_path / "q.yaml"
+    bad.write_text("system: q\nspec: Q\nops: [renew]\nconstants: {}\n"
+                   "mutations:\n  equivalent:\n    - {operator: drop, ops: [relase], why: a typo must not excuse anything}\n")
+    with pytest.raises(SystemFileError, match=r"mutations\.equivalent\.0\.ops: 'relase' is not one of the system's ops"):
+        load_system(bad, tmp_path)
+    bad.write_text("system: q\nspec: Q\nops: [renew]\nconstants: {}\nmutations:\n  equivalent:\n    - {operator: drop, ops: [renew]}\n")
+    with pytest.raises(SystemFileError, match="why"):
+        load_system(bad, tmp_path)
