@@ -53,6 +53,11 @@
 (* past their guard_take and before their release, neither of them a     *)
 (* stalled one whose guard lapsed (with AttemptGuard off, two deliveries  *)
 (* that both run the command are rejected at the line that shows it).     *)
+(* And what the abstract queue cannot tell: a receive_new is a stream     *)
+(* entry's first delivery and a reclaim the next delivery of an entry     *)
+(* delivered and not acked, to the line's node, as its logged PEL record  *)
+(* says (`pel`); an attempt renews nothing after a lost renewal (the      *)
+(* reference's heartbeat stops there: `lostRenew`).                        *)
 (***************************************************************************)
 EXTENDS CommandQueue, TraceData
 
@@ -61,9 +66,11 @@ VARIABLES
     l,      \* how many of its lines are explained
     cmds,   \* the command ids seen so far; a command's number is its index here
     dl,     \* the deliveries so far: dl[w] = [node, attempt] of worker w (attempt Nil: unbound)
-    gone    \* the stream entries acked so far
+    gone,   \* the stream entries acked so far
+    pel,    \* the stream entries delivered so far: pel[id] = how many times
+    lostRenew \* the attempts whose guard renewal was lost (their heartbeat stops there)
 
-traceVars == <<t, l, cmds, dl, gone>>
+traceVars == <<t, l, cmds, dl, gone, pel, lostRenew>>
 
 \* The header's `drained`: the run's stream was empty when the trace was written (read from
 \* Redis). Then the trace must end with every command it names finished and every message
@@ -134,14 +141,27 @@ Explains(k, outcome, withState) ==
 IsSubmitState ==
     /\ Logged("submit_state")
     /\ SubmitState(K)
-    /\ UNCHANGED <<dl, gone>>
+    /\ UNCHANGED <<dl, gone, pel, lostRenew>>
     /\ Explains(K, IF status[K] = "NONE" THEN "created" ELSE "exists", TRUE)
 
 IsOffer ==
     /\ Logged("offer")
     /\ Offer(K)
-    /\ UNCHANGED <<dl, gone>>
+    /\ UNCHANGED <<dl, gone, pel, lostRenew>>
     /\ Explains(K, "added", FALSE)
+
+\* CommandQueue counts a command's messages, not stream entries, so the queue lines are also
+\* checked against each other: a receive_new is an entry's first delivery and a reclaim the
+\* next one of a delivered entry not acked, each to the line's node, as the logged PEL record
+\* after it says (deliveries, owner). Two deliveries of one entry are never two messages.
+Deliveries == IF E.entry \in DOMAIN pel THEN pel[E.entry] ELSE 0
+PelMatches(receive) ==
+    Match(t, l + 1,
+          [entry_deliveries |-> <<IF receive THEN 1 ELSE Deliveries + 1,
+                                  IF E.state.entry = Nil THEN 0 ELSE E.state.entry.deliveries>>,
+           entry_owner |-> <<E.node, IF E.state.entry = Nil THEN Nil ELSE E.state.entry.owner>>,
+           entry_delivered_before |-> <<~receive, E.entry \in DOMAIN pel>>,
+           entry_acked |-> <<FALSE, E.entry \in gone>>])
 
 \* A delivery is a new worker, the next one.
 Deliver(receive) ==
@@ -149,7 +169,9 @@ Deliver(receive) ==
     /\ w \in Workers
     /\ IF receive THEN ReceiveNew(w, K) ELSE Reclaim(w, K)
     /\ dl' = Append(dl, [node |-> E.node, attempt |-> Nil])
-    /\ UNCHANGED gone
+    /\ pel' = (E.entry :> Deliveries + 1) @@ pel
+    /\ UNCHANGED <<gone, lostRenew>>
+    /\ PelMatches(receive)
 
 IsReceiveNew ==
     /\ Logged("receive_new")
@@ -168,7 +190,7 @@ IsGuardTake ==
     /\ Logged("guard_take")
     /\ Worker /\ pc[Wk] = "take"
     /\ GuardTake(Wk)
-    /\ BindW /\ UNCHANGED gone
+    /\ BindW /\ UNCHANGED <<gone, pel, lostRenew>>
     /\ Explains(K, IF guard[K] = NoOne THEN "taken" ELSE "busy", TRUE)
 
 (* Implementation quirk (listed with the others under ImplQuirk): LostRenewRunsOn. The   *)
@@ -182,38 +204,42 @@ LostRenewRunsOn(w) ==
     /\ stale' = [stale EXCEPT ![w] = TRUE]
     /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, cmdOf, pc, checked, historyVars>>
 
+\* The reference's heartbeat stops renewing an attempt once a renewal finds the guard lost
+\* (impl/workqueue/commands.py): an attempt renews nothing after that.
 IsGuardRenew ==
     /\ Logged("guard_renew")
     /\ Worker
     /\ GuardRenew(Wk) \/ LostRenewRunsOn(Wk)
-    /\ BindW /\ UNCHANGED gone
+    /\ BindW /\ UNCHANGED <<gone, pel>>
+    /\ lostRenew' = IF guard[K] = Wk THEN lostRenew ELSE lostRenew \cup {Att}
+    /\ Match(t, l + 1, [renewed_after_lost |-> <<FALSE, Att \in lostRenew>>])
     /\ Explains(K, IF guard[K] = Wk THEN "renewed" ELSE "lost", TRUE)
 
 IsPutIfOwner ==
     /\ Logged("put_if_owner")
     /\ Worker
     /\ PutIfOwner(Wk, E.args.status)
-    /\ BindW /\ UNCHANGED gone
+    /\ BindW /\ UNCHANGED <<gone, pel, lostRenew>>
     /\ Explains(K, IF pc'[Wk] = "idle" THEN "refused" ELSE "written", TRUE)
 
 IsExternalCall ==
     /\ Logged("external_call")
     /\ Worker
     /\ ExternalCall(Wk)
-    /\ BindW /\ UNCHANGED gone
+    /\ BindW /\ UNCHANGED <<gone, pel, lostRenew>>
     /\ Explains(K, "called", TRUE)
 
 IsGuardRelease ==
     /\ Logged("guard_release")
     /\ Worker
     /\ GuardRelease(Wk)
-    /\ BindW /\ UNCHANGED gone
+    /\ BindW /\ UNCHANGED <<gone, pel, lostRenew>>
     /\ Explains(K, IF guard[K] = Wk THEN "released" ELSE "lost", TRUE)
 
 IsCancel ==
     /\ Logged("cancel")
     /\ Cancel(K)
-    /\ UNCHANGED <<dl, gone>>
+    /\ UNCHANGED <<dl, gone, pel, lostRenew>>
     /\ Explains(K, CASE status[K] \in Terminal -> "terminal"
                      [] guard[K] = NoOne \/ ~CancelTakesGuard -> "cancelled"
                      [] OTHER -> "busy", TRUE)
@@ -238,7 +264,7 @@ IsAck ==
           IF E.outcome = "acked" /\ E.entry \notin gone
           THEN Ack(w) ELSE AckTakesNothing(w)
     /\ gone' = IF E.outcome = "acked" THEN gone \cup {E.entry} ELSE gone
-    /\ UNCHANGED dl
+    /\ UNCHANGED <<dl, pel, lostRenew>>
     /\ E.outcome \in {"acked", "failed"}
     /\ Explains(K, E.outcome, FALSE)
 
@@ -343,7 +369,7 @@ Hidden ==
     \/ GuardlessRead \/ GuardlessRelease \/ TwoStepCheck \/ ImplQuirk
 
 -----------------------------------------------------------------------------
-TraceInit == t \in 1..Len(Traces) /\ l = 0 /\ cmds = <<>> /\ dl = <<>> /\ gone = {} /\ Init
+TraceInit == t \in 1..Len(Traces) /\ l = 0 /\ cmds = <<>> /\ dl = <<>> /\ gone = {} /\ pel = <<>> /\ lostRenew = {} /\ Init
 
 TraceNext == LoggedStep \/ Hidden
 
