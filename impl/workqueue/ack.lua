@@ -5,13 +5,15 @@
 -- an EXECABORT or a lost connection would; nothing commits and the step is logged `failed`),
 -- cmd (the delivery's command id, '' if none: names it even when the entry is already gone).
 local id = ARGV[4]
+-- The PEL record the ack replaces, read first: the trace logs its idle time (prelude idle_of).
+local args = {idle_ms = idle_of(redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1))}
 local cmd = entry_cmd(KEYS[1], id)
 if not cmd and ARGV[6] and ARGV[6] ~= '' then cmd = ARGV[6] end
 if ARGV[5] == '1' then
-  queue_event(KEYS[1], ARGV[1], KEYS[2], ARGV[2], ARGV[3], 'ack', 'failed', id, cmd, nil)
+  queue_event(KEYS[1], ARGV[1], KEYS[2], ARGV[2], ARGV[3], 'ack', 'failed', id, cmd, args)
   return -1
 end
 local n = redis.call('XACK', KEYS[1], ARGV[1], id)
 redis.call('XDEL', KEYS[1], id)
-queue_event(KEYS[1], ARGV[1], KEYS[2], ARGV[2], ARGV[3], 'ack', 'acked', id, cmd, nil)
+queue_event(KEYS[1], ARGV[1], KEYS[2], ARGV[2], ARGV[3], 'ack', 'acked', id, cmd, args)
 return n

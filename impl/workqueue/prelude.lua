@@ -1,6 +1,7 @@
 -- prelude.lua: helpers shared by every script; scripts.py puts this text in front of each one.
 -- Every script that commits a step appends its trace event here, in the same script, so that
--- Redis orders the trace across processes. Every state value is read after the step.
+-- Redis orders the trace across processes. Every state value is read after the step; the one
+-- value read before it is args.idle_ms (idle_of, below).
 
 -- The server's clock. An event's `now` is read once, when the script starts, before its
 -- writes; last_touched is read back from the PEL (idle time, against a fresh reading, so it is
@@ -37,6 +38,16 @@ local function entry_state(stream, group, id)
     -- WorkQueue.tla keeps idle at 0 for an entry that is not pending.
     return {pending = false, owner = cjson.null, last_touched = fresh_now_ms(), deliveries = 0}
   end
+  return cjson.null
+end
+
+-- The idle time (ms) a step reads from the entry's PEL record before it writes: XPENDING's idle,
+-- or JSON null when the entry is not pending (never delivered, or acked and deleted). Steps that
+-- read before writing log it as args.idle_ms, because their write (a renewal's idle reset, an
+-- ack's delete) hides what it replaced: without it a renewal dropped or committed twice leaves
+-- the trace unchanged (found by the mutation self-test).
+local function idle_of(pending_rows)
+  if #pending_rows > 0 then return tonumber(pending_rows[1][3]) end
   return cjson.null
 end
 
