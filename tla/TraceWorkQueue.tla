@@ -4,9 +4,14 @@
 (* is the WorkQueue action of the same name, taken by the logged consumer *)
 (* on the logged entry, and its logged fields (outcome, args.result, the  *)
 (* entry's PEL record after it: pending, owner, deliveries, last_touched) *)
-(* must be what that action says.  Contract: traces/README.md; names: the *)
-(* Work queue table of tla/README.md.  Checked by `leaseproof traces      *)
-(* check` with traces/systems/workqueue.yaml.                              *)
+(* must be what that action says.  A renew, release or ack also logs the  *)
+(* idle time its script read before writing (args.idle_ms: XPENDING's     *)
+(* idle, null when the entry was not pending), which must be the spec's   *)
+(* idle before the step (idle_read): the write hides what it replaced, so *)
+(* that without it a renewal dropped, or committed twice, would go        *)
+(* unseen.  Contract: traces/README.md; names: the Work queue table of    *)
+(* tla/README.md.  Checked by `leaseproof traces check` with              *)
+(* traces/systems/workqueue.yaml.                                         *)
 (*                                                                         *)
 (*   trace op      spec action     store step (impl/workqueue)             *)
 (*   offer         Offer           offer.lua          (XADD)               *)
@@ -27,9 +32,10 @@
 (* Time: `clock` counts ms since the trace's first line (the checker      *)
 (* makes times relative); one tick is one ms, so VT and MaxProc are the   *)
 (* header's visibility_timeout_ms and max_processing_ms.  A logged        *)
-(* last_touched lt says idle = min(VT, now - lt) for a pending entry.      *)
-(* The hidden TraceTick jumps to the next line's `now` in one step under  *)
-(* Tick's timing assumption (no protected entry reaches VT).              *)
+(* last_touched lt says idle = min(VT, now - lt) for a pending entry. A   *)
+(* logged idle read r says idle = min(VT, r) before the step. The hidden  *)
+(* TraceTick jumps to the next line's `now` in one step under Tick's      *)
+(* timing assumption (no protected entry reaches VT).                     *)
 (*                                                                         *)
 (* Hidden steps (leave l alone), each taken only when the next line       *)
 (* needs it, so that the search stays close to one path per trace:        *)
@@ -98,6 +104,24 @@ IdleSeen(x) ==
     IF SpecIdle(x) - LoggedIdle <= ClockSlack /\ LoggedIdle - SpecIdle(x) <= ClockSlack
     THEN SpecIdle(x) ELSE LoggedIdle
 
+\* The idle time a step read before writing (renew, release, ack: args.idle_ms), as the spec
+\* has it before the step: Nil when the entry is not pending (new, or gone), as XPENDING finds
+\* no record then and the trace logs null. Checked only on lines that log the field: traces
+\* recorded before it existed lack it; the recorder always writes it on those three ops.
+SpecIdleRead(x) == IF status[x] = "pending" THEN idle[x] ELSE Nil
+LogsIdleRead == "args" \in DOMAIN E /\ "idle_ms" \in DOMAIN E.args
+LoggedIdleRead == IF E.args.idle_ms = Nil THEN Nil ELSE Min(VT, E.args.idle_ms)
+
+\* <<spec, logged>> for the idle read, the logged one within ClockSlack taken as the spec's (as
+\* in IdleSeen); <<Nil, Nil>>, which always agrees, for a line that logs none.
+IdleRead(x) ==
+    IF ~LogsIdleRead THEN <<Nil, Nil>>
+    ELSE IF SpecIdleRead(x) # Nil /\ LoggedIdleRead # Nil
+            /\ SpecIdleRead(x) - LoggedIdleRead <= ClockSlack
+            /\ LoggedIdleRead - SpecIdleRead(x) <= ClockSlack
+         THEN <<SpecIdleRead(x), SpecIdleRead(x)>>
+         ELSE <<SpecIdleRead(x), LoggedIdleRead>>
+
 \* The next line is an `op` committed now, on an entry the model has room for.
 Logged(op) == /\ l < Lines /\ E.op = op /\ E.now = clock /\ X \in Entries
 
@@ -106,17 +130,22 @@ Logged(op) == /\ l < Lines /\ E.op = op /\ E.now = clock /\ X \in Entries
 HoldsAfter(c, x) == x \in active'[c] /\ x \notin lagging'[c] /\ x \notin lost'[c]
 OneHolder(x) == \A c, d \in Consumers : c # d => ~(HoldsAfter(c, x) /\ HoldsAfter(d, x))
 
-\* The logged outcome and PEL record agree with the spec, the lease has one holder, and the
-\* line is explained.  Consumed last, so that it prints only on success.
-Explains(x, outcome) ==
+\* The logged outcome, the idle read `read` (IdleRead) and the PEL record after the step agree
+\* with the spec, the lease has one holder, and the line is explained.  Consumed last, so that
+\* it prints only on success.
+ExplainsRead(x, outcome, read) ==
     /\ l' = l + 1 /\ UNCHANGED <<t, clock>> /\ Bind
     /\ Match(t, l + 1, [outcome |-> <<outcome, E.outcome>>,
+                        idle_read |-> read,
                         entry |-> <<PelView(x), LoggedPel>>,
                         idle |-> <<SpecIdle(x), IdleSeen(x)>>,
                         overlapping_invocations |-> <<~OneHolder(x), FALSE>>])
     /\ (Drained /\ l + 1 = Lines) =>
           Match(t, l + 1, [unacked_at_end |-> <<{ids'[i] : i \in {i \in DOMAIN ids' : status'[i] # "gone"}}, {}>>])
     /\ Consumed(t, l + 1, Lines)
+
+\* A step that reads nothing before writing.
+Explains(x, outcome) == ExplainsRead(x, outcome, <<Nil, Nil>>)
 
 -----------------------------------------------------------------------------
 (* One Is<Op> per logged op.                                               *)
@@ -155,18 +184,18 @@ IsInvokeEnd ==
 IsRenew ==
     /\ Logged("renew")
     /\ Renew(E.node, X)
-    /\ Explains(X, IF X \in lost'[E.node] THEN "refused" ELSE "renewed")
+    /\ ExplainsRead(X, IF X \in lost'[E.node] THEN "refused" ELSE "renewed", IdleRead(X))
 
 IsAck ==
     /\ Logged("ack")
     /\ Ack(E.node, X)
-    /\ Explains(X, IF faults' > faults THEN "failed" ELSE "acked")
+    /\ ExplainsRead(X, IF faults' > faults THEN "failed" ELSE "acked", IdleRead(X))
 
 IsRelease ==
     /\ Logged("release")
     /\ Release(E.node, X)
-    /\ Explains(X, IF status[X] = "pending" /\ (owner[X] = E.node \/ ~RenewOwnerCheck)
-                   THEN "touched" ELSE "refused")
+    /\ ExplainsRead(X, IF status[X] = "pending" /\ (owner[X] = E.node \/ ~RenewOwnerCheck)
+                       THEN "touched" ELSE "refused", IdleRead(X))
 
 \* Never enabled: a line on an entry past the model's Entries only says why it is rejected.
 EntryPastModel ==
