@@ -10,7 +10,9 @@ the module pays TLC's start-up a few times, not once per trace:
 - with a guard switched off, a run that breaks the promise is rejected exactly at the line that
   breaks it, which the test finds in the trace itself: renewal without the owner check seizes an
   entry back from its new owner (two holders); without the attempt guard two attempts of one
-  command run at once; the two-step putIfOwner writes after its guard lapsed (a stale write).
+  command run at once; the two-step putIfOwner writes after its guard lapsed (a stale write);
+- a designed run with a heartbeat renewal dropped, or committed twice, is rejected at the next
+  step that reads the entry's idle time (`args.idle_ms`), naming `idle_read`.
 """
 
 from __future__ import annotations
@@ -78,6 +80,31 @@ def stale_write(path: Path) -> int | None:
     return None
 
 
+def renewal_cut(path: Path) -> list[tuple[Trace, int]]:
+    """Two corruptions of a designed trace, each with the `seq` at which it must be rejected: a
+    renewal that reset a nonzero idle time dropped (rejected at the entry's next step by the same
+    node, a renew or ack, which read the idle time the renewal had reset), and one committed
+    twice (rejected at the copy, which read 0 and logs what the first read). Empty without a
+    renewal of that shape, so that the fixture can look at other runs."""
+    trace = read_trace_file(path)
+    ev = list(trace.events)
+
+    def renumber(events: list[dict]) -> tuple[dict, ...]:
+        return tuple({**x, "seq": n} for n, x in enumerate(events, start=1))
+
+    out: list[tuple[Trace, int]] = []
+    for i, e in enumerate(ev):
+        if e["op"] != "renew" or e["outcome"] != "renewed" or not (e.get("args") or {}).get("idle_ms"):
+            continue
+        later = next((j for j in range(i + 1, len(ev)) if ev[j]["entry"] == e["entry"]), None)
+        if later is None or ev[later]["op"] not in ("renew", "ack") or ev[later]["node"] != e["node"]:
+            continue
+        out.append((Trace(f"{path}#renew {i + 1} dropped", trace.header, renumber(ev[:i] + ev[i + 1:])), later))
+        out.append((Trace(f"{path}#renew {i + 1} twice", trace.header, renumber(ev[:i + 1] + [e] + ev[i + 1:])), i + 2))
+        break
+    return out
+
+
 def simulate(out: Path, system: str, seed: int, gates: Gates = Gates(), **faults: int) -> list[Path]:
     """Run one seeded simulation and write its trace (a command run: both views)."""
     sim = seeded(SimConfig(system=system, messages=3, gates=gates, **faults), seed)
@@ -107,10 +134,14 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     expect |= {str(p): second_attempt_at_once(p) for p in unguarded}
     expect |= {str(p): stale_write(p) for p in two_step}
     assert all(expect.values()), f"each guard-off run must break the promise somewhere: {expect}"
+    # Two designed workqueue runs, each with a renewal dropped and one committed twice.
+    cut = [m for p in good if p.name.startswith("workqueue-") for m in renewal_cut(p)][:4]
+    assert len(cut) == 4, "the designed runs must renew an entry that then sees another renewal or its ack"
     items: list[Trace | TraceVerdict] = [read_trace_file(Path(p)) for p in [*corpus, *good, *seize, *unguarded, *two_step]]
-    verdicts = check_traces(items, load_systems(ROOT), Tlc.locate())
+    verdicts = check_traces([*items, *(m for m, _ in cut)], load_systems(ROOT), Tlc.locate())
     return {"verdicts": {v.source: v for v in verdicts}, "corpus": corpus, "good": [str(p) for p in good],
-            "expect": expect, "unguarded": [str(p) for p in unguarded], "two_step": [str(p) for p in two_step]}
+            "expect": expect, "unguarded": [str(p) for p in unguarded], "two_step": [str(p) for p in two_step],
+            "cut": {m.source: line for m, line in cut}}
 
 
 def test_the_corpus_keeps_its_verdicts(checked) -> None:
@@ -140,3 +171,13 @@ def test_the_rejections_name_the_broken_property(checked) -> None:
         want = ("live_attempts" if src in checked["unguarded"] else
                 "stale_write" if src in checked["two_step"] else "overlapping_invocations")
         assert want in found, f"{src}: {checked['verdicts'][src].describe()}"
+
+
+def test_a_renewal_dropped_or_committed_twice_is_rejected_naming_the_idle_read(checked) -> None:
+    """The PEL record after a renewal is overwritten by the entry's next step; the idle time that
+    step read before writing is what shows whether the renewal happened, and how often."""
+    for src, line in checked["cut"].items():
+        v = checked["verdicts"][src]
+        assert v.kind is TraceKind.REJECTED, f"{src}: {v.describe()}"
+        assert v.line == line, f"{src}: expected at event {line}, {v.describe()}"
+        assert "idle_read" in {d.field for d in v.diffs}, f"{src}: {v.describe()}"

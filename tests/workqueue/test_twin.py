@@ -60,7 +60,10 @@ def _normalise(events: list[dict[str, Any]], answers: list[Any]) -> tuple[list[A
 
     def norm(value: Any) -> Any:
         if isinstance(value, dict):
-            return {k: ("T" if k in ("now", "last_touched") else norm(v)) for k, v in value.items()}
+            return {k: ("T" if k in ("now", "last_touched") else
+                        # An idle read is a duration on the real clock: keep only whether there was one.
+                        ("I" if v is not None else None) if k == "idle_ms" else norm(v))
+                    for k, v in value.items()}
         if isinstance(value, str) and value[:1].isdigit() and "-" in value:
             return ids.setdefault(value, f"id{len(ids)}")
         return value
@@ -95,3 +98,25 @@ def test_twin_and_real_redis_record_the_same_events(redis_url: str, key_prefix: 
     for i, (r, t) in enumerate(zip(real[0], twin[0])):
         assert r == t, f"event {i + 1} differs: real {r} twin {t}"
     assert real[1] == twin[1]
+
+
+def test_renew_release_and_ack_log_the_idle_time_they_read_before_writing() -> None:
+    """`args.idle_ms` is the entry's idle time before the step (the state after it has reset or
+    deleted it), and null when the entry was not pending: never delivered, or already acked."""
+    clock = VirtualClock(1_000_000)
+    with virtual_time(clock):
+        queue = QueueStore(fake_client(), "idle", explicit_ids=True)
+        e = queue.offer("p", clock.now_ms(), "one")
+        queue.release("a", clock.now_ms(), e)                 # not delivered yet: refused
+        queue.receive_new("a", clock.now_ms())
+        clock.advance(40)
+        queue.renew("a", clock.now_ms(), e)
+        queue.renew("a", clock.now_ms(), e)                   # the same ms again: reads 0
+        clock.advance(25)
+        queue.release("a", clock.now_ms(), e)
+        clock.advance(VT + 5)                                 # past VT: read as is, not capped
+        queue.ack("a", clock.now_ms(), e)
+        queue.ack("a", clock.now_ms(), e)                     # already gone
+        reads = [(ev["op"], ev["outcome"], ev["args"]["idle_ms"]) for ev in queue.events() if "args" in ev]
+    assert reads == [("release", "refused", None), ("renew", "renewed", 40), ("renew", "renewed", 0),
+                     ("release", "touched", 25), ("ack", "acked", VT + 5), ("ack", "acked", None)]
