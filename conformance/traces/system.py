@@ -100,12 +100,31 @@ def out_of_scope(system: System, trace: Trace) -> str | None:
     return None
 
 
+def numbered(how: dict[str, Any], trace: Trace) -> list[int]:
+    """1..N for a `numbered` constant: room for every entity of the trace that the spec numbers
+    (distinct values of an event field, or lines of some ops): `at_least`, doubled until they
+    fit, so that traces of like size share a TLC run."""
+    what = how["numbered"]
+    if "distinct" in what:
+        need = len({e[what["distinct"]] for e in trace.events if e.get(what["distinct"]) is not None})
+    else:
+        need = sum(e["op"] in what["ops"] for e in trace.events)
+    n = max(int(how.get("at_least", 1)), 1)
+    while n < need:
+        n *= 2
+    return list(range(1, n + 1))
+
+
 def constants_for(system: System, trace: Trace) -> dict[str, Any]:
-    """The spec's constants for `trace`, from its header (traces are grouped by these)."""
+    """The spec's constants for `trace`, from its header or its size (traces are grouped by
+    these)."""
     out: dict[str, Any] = {}
     for name, how in system.constants.items():
         if "value" in how:
             out[name] = how["value"]
+            continue
+        if "numbered" in how:
+            out[name] = numbered(how, trace)
             continue
         try:
             out[name] = lookup(trace.header, how["from"])
