@@ -6,8 +6,9 @@
 #   scripts/record_traces.sh [OUT_DIR]
 #
 # Every trace in OUT_DIR comes from the designed systems and must be accepted. Tests that switch
-# a protecting gate off to show its bug record into OUT_DIR-gates-off instead: some of those
-# traces show the bug and are rejected on purpose.
+# a protecting gate off to show its bug (and an engine run with the seed's fix off) record into
+# OUT_DIR-gates-off instead: some of those traces show the bug and are rejected on purpose
+# (`scripts/check_traces.sh OUT_DIR-gates-off/engine-sqlite-fix-off` names each second run_start).
 #
 # Server URLs: LEASEPROOF_MYSQL_URL (default mysql://root@127.0.0.1:3306/test) and
 # LEASEPROOF_REDIS_URL (default redis://127.0.0.1:6379/0). A workload whose server is absent is
@@ -59,6 +60,15 @@ if reachable "$mysql_url"; then
   lp engine run --nodes 2 --workflows 200 --store "$mysql_url" --trace-dir "$out/engine-mysql"
 else
   absent "MySQL at $mysql_url"
+fi
+
+step "engine: the seed's fix off on SQLite, into $gates_off/engine-sqlite-fix-off"
+# With the honour check (and the scheduler's forced signal) off, workflows run twice at once:
+# the run exits 1, and check_traces.sh rejects those traces at the second run_start.
+if lp engine run --nodes 2 --workflows 100 --store "sqlite:///$gates_off/engine-fix-off.sqlite3" \
+    --gate-off HONOUR_CHECK --gate-off FORCE_SIGNAL_WORKFLOW_EXEC_IN_SCHEDULER \
+    --trace-dir "$gates_off/engine-sqlite-fix-off"; then
+  echo "record_traces.sh: the fix-off run double-ran nothing this time" >&2
 fi
 
 step "work queue and command layer: seeded simulations"
