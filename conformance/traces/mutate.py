@@ -43,6 +43,7 @@ class Mutant:
     change: str
     original: str
     ops: tuple[str, ...] = ()  # the ops of the events it changed, moved or copied
+    next_op: str | None = None  # drop, duplicate, node: the op of the entity's next event after it
 
 
 @dataclass(frozen=True)
@@ -84,10 +85,17 @@ def _get(event: dict[str, Any], path: str) -> Any:
         return None
 
 
-def _mutant(trace: Trace, events: list[dict[str, Any]], operator: str, change: str, *targets: dict[str, Any]) -> Mutant:
+def _mutant(trace: Trace, events: list[dict[str, Any]], operator: str, change: str, *targets: dict[str, Any],
+            next_op: str | None = None) -> Mutant:
     source = f"{trace.source}#{operator}:{change}"
     ops = tuple(dict.fromkeys(str(t.get("op")) for t in targets))
-    return Mutant(Trace(source, trace.header, _renumber(events)), operator, change, trace.source, ops)
+    return Mutant(Trace(source, trace.header, _renumber(events)), operator, change, trace.source, ops, next_op)
+
+
+def _next_op(ev: list[dict[str, Any]], i: int, entity: str | None) -> str | None:
+    """The op of the first event after event i that acts on its entity, or None."""
+    key = ev[i].get(entity) if entity else None
+    return next((str(e["op"]) for e in ev[i + 1 :] if (e.get(entity) if entity else None) == key), None)
 
 
 def _field_mutants(trace: Trace, system: System) -> list[Mutant]:
@@ -166,7 +174,8 @@ def _node_mutant(trace: Trace, ev: list[dict[str, Any]], targets: list[int], sys
     i = bound[0]
     other = nodes[(nodes.index(ev[i]["node"]) + 1) % len(nodes)]
     return _mutant(trace, ev[:i] + [{**ev[i], "node": other}] + ev[i + 1 :], "node",
-                   f"event {i + 1} ({ev[i]['op']}) by {other} instead of {ev[i]['node']}", ev[i]), ""
+                   f"event {i + 1} ({ev[i]['op']}) by {other} instead of {ev[i]['node']}", ev[i],
+                   next_op=_next_op(ev, i, system.entity)), ""
 
 
 def mutants(trace: Trace, system: System) -> tuple[list[Mutant], list[Excluded]]:
@@ -196,10 +205,12 @@ def mutants(trace: Trace, system: System) -> tuple[list[Mutant], list[Excluded]]
         inner = [j for j in targets if j < n - 1]
         if inner:
             j = inner[0]
-            made.append(_mutant(trace, ev[:j] + ev[j + 1 :], "drop", f"event {j + 1} ({ev[j]['op']}) dropped", ev[j]))
+            made.append(_mutant(trace, ev[:j] + ev[j + 1 :], "drop", f"event {j + 1} ({ev[j]['op']}) dropped", ev[j],
+                                next_op=_next_op(ev, j, system.entity)))
         else:
             excluded.append(Excluded(trace.source, "drop", "only the last event changes the state; without it the trace is a prefix"))
-        made.append(_mutant(trace, ev[: i + 1] + [ev[i]] + ev[i + 1 :], "duplicate", f"event {i + 1} ({ev[i]['op']}) twice", ev[i]))
+        made.append(_mutant(trace, ev[: i + 1] + [ev[i]] + ev[i + 1 :], "duplicate", f"event {i + 1} ({ev[i]['op']}) twice", ev[i],
+                            next_op=_next_op(ev, i, system.entity)))
         made_node, why = _node_mutant(trace, ev, targets, system)
         if made_node is not None:
             made.append(made_node)

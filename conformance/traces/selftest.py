@@ -63,10 +63,14 @@ def check_corpus(root: Path, systems: dict[str, System], tlc: Tlc, only: set[str
 
 def declared_equivalent(mutant: Mutant, system: System) -> str | None:
     """Why `mutant` is a valid behaviour by construction, when the system file declares it so
-    (`mutations.equivalent`: an operator and the ops it may touch), else None."""
+    (`mutations.equivalent`: an operator, the ops it may touch and, with `next`, the ops the
+    entity's next event must be), else None."""
     for decl in system.mutations.get("equivalent", ()):
-        if decl["operator"] == mutant.operator and set(mutant.ops) & set(decl["ops"]):
-            return decl["why"]
+        if decl["operator"] != mutant.operator or not set(mutant.ops) & set(decl["ops"]):
+            continue
+        if "next" in decl and mutant.next_op not in decl["next"]:
+            continue
+        return str(decl["why"])
     return None
 
 

@@ -58,7 +58,8 @@ def load_system(path: Path, tla_dir: Path) -> System:
         raise SystemFileError(f"{path}: field {where}: {error.message}")
     mutations = data.get("mutations", {})
     named = [("mutations.node_free_ops", op) for op in mutations.get("node_free_ops", ())]
-    named += [(f"mutations.equivalent.{i}.ops", op) for i, d in enumerate(mutations.get("equivalent", ())) for op in d["ops"]]
+    named += [(f"mutations.equivalent.{i}.{key}", op) for i, d in enumerate(mutations.get("equivalent", ()))
+              for key in ("ops", "next") for op in d.get(key, ())]
     for where, op in named:
         if op not in data["ops"]:
             raise SystemFileError(f"{path}: field {where}: {op!r} is not one of the system's ops ({', '.join(data['ops'])})")

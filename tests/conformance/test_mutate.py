@@ -97,3 +97,5 @@ def test_a_mutant_records_the_ops_it_touched() -> None:
     made, _ = mutants(trace(ev(1, "a", 1), {**ev(2, "a", 2), "op": "take"}, ev(3, "a", 3)), SYSTEM)
     swap = next(m for m in made if m.operator == "swap")
     assert set(swap.ops) == {"put", "take"}
+    drop = next(m for m in made if m.operator == "drop")
+    assert (drop.ops, drop.next_op) == (("take",), "put")  # event 2 dropped; its key's next is a put

@@ -17,9 +17,9 @@ SYSTEM = System(name="q", spec="Q", spec_path=Path("Q.tla"), ops=frozenset({"ren
                 constants={}, mutations={"equivalent": [{"operator": "drop", "ops": ["release"], "why": DECLARED}]})
 
 
-def mutant(operator: str, op: str) -> Mutant:
+def mutant(operator: str, op: str, next_op: str | None = None) -> Mutant:
     change = f"event 2 ({op}) {operator}"
-    return Mutant(Trace(f"t#{change}", {"system": "q"}, ()), operator, change, "t", (op,))
+    return Mutant(Trace(f"t#{change}", {"system": "q"}, ()), operator, change, "t", (op,), next_op)
 
 
 def verdict(kind: TraceKind) -> TraceVerdict:
@@ -55,3 +55,13 @@ def test_a_declaration_must_name_the_systems_ops(tmp_path: Path) -> None:
     bad.write_text("system: q\nspec: Q\nops: [renew]\nconstants: {}\nmutations:\n  equivalent:\n    - {operator: drop, ops: [renew]}\n")
     with pytest.raises(SystemFileError, match="why"):
         load_system(bad, tmp_path)
+
+
+def test_a_declaration_may_require_the_entitys_next_op() -> None:
+    system = System(name="q", spec="Q", spec_path=Path("Q.tla"), ops=frozenset({"renew", "reclaim", "ack"}),
+                    features=frozenset(), constants={},
+                    mutations={"equivalent": [{"operator": "drop", "ops": ["renew"], "next": ["reclaim"], "why": DECLARED}]})
+    made = [mutant("drop", "renew", next_op="reclaim"), mutant("drop", "renew", next_op="ack"), mutant("drop", "renew")]
+    r = tally(made, [verdict(TraceKind.ACCEPTED)] * 3, {"q": system}, [])
+    assert [e.declared for e in r.excluded] == [True]
+    assert [m.next_op for m, _ in r.survivors] == ["ack", None]
