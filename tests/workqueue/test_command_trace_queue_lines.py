@@ -1,10 +1,12 @@
 """TraceCommandQueue checks what its abstract queue cannot tell: a command's deliveries are
 deliveries of stream entries (a reclaim is the next delivery of an entry delivered before), and
 an attempt's heartbeat stops at its first lost renewal. A designed run with a reclaim committed
-twice, or a lost renewal repeated, is rejected at the copy, naming the field (TLC)."""
+twice, or a lost renewal repeated, is rejected at the copy, naming the field. And the bounds
+that number entries, commands and deliveries grow to fit the trace (TLC)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +57,20 @@ def test_a_repeated_reclaim_or_lost_renewal_is_rejected(tmp_path: Path) -> None:
     assert "entry_deliveries" in {d.field for d in v_reclaim.diffs}, v_reclaim.describe()
     assert v_renew.kind is TraceKind.REJECTED and v_renew.line == g + 2, v_renew.describe()
     assert {d.field for d in v_renew.diffs} == {"renewed_after_lost"}, v_renew.describe()
+
+
+def test_numbered_bounds_fit_the_trace(tmp_path: Path) -> None:
+    # With the smallest bounds (Entries, Commands, Workers from 1, doubled until the trace
+    # fits), the designed runs are still accepted: no trace is rejected for its size.
+    systems = load_systems(ROOT)
+    small = {}
+    for name, s in systems.items():
+        constants = {k: ({**how, "at_least": 1} if "numbered" in how else how) for k, how in s.constants.items()}
+        small[name] = replace(s, constants=constants)
+    sim = seeded(SimConfig(system="command", crashes=1, faults=2, lags=2, closes=1), 0)
+    sim.run()
+    paths = [sim.write_trace(tmp_path / "c.ndjson", run="c"), sim.write_trace(tmp_path / "q.ndjson", run="q", view="workqueue")]
+    traces = [read_trace_file(p) for p in paths]
+    assert all(isinstance(t, Trace) for t in traces)
+    verdicts = check_traces(traces, small, Tlc.locate())  # type: ignore[arg-type]
+    assert [v.kind for v in verdicts] == [TraceKind.ACCEPTED] * 2, [v.describe() for v in verdicts]
