@@ -125,12 +125,12 @@ Explains(k, outcome, withState) ==
     /\ Match(t, l + 1,
              [outcome |-> <<outcome, E.outcome>>,
               \* Without the guard there is no owner to be stale against (tla/README.md).
-              stale_write |-> <<AttemptGuard /\ staleWrite', FALSE>>,
-              terminal_changed |-> <<firstTerminal'[k] # "NONE" /\ status'[k] # firstTerminal'[k], FALSE>>,
-              live_attempts |-> <<Cardinality(Live(k)) > 1, FALSE>>]
+              NoStaleWrite |-> <<AttemptGuard /\ staleWrite', FALSE>>,
+              TerminalIsStable |-> <<firstTerminal'[k] # "NONE" /\ status'[k] # firstTerminal'[k], FALSE>>,
+              OneLiveAttempt |-> <<Cardinality(Live(k)) > 1, FALSE>>]
              @@ (IF withState THEN [state |-> <<CmdAfter(k), E.state>>] ELSE <<>>))
     /\ (Drained /\ l + 1 = Lines) =>
-          Match(t, l + 1, [unfinished_at_end |->
+          Match(t, l + 1, [EveryCommandDone |->
                               <<{cmds'[i] : i \in {i \in DOMAIN cmds' :
                                    status'[i] \notin Terminal \/ msgs'[i] # 0}}, {}>>])
     /\ Consumed(t, l + 1, Lines)

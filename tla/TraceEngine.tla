@@ -100,7 +100,7 @@ Stranded ==
 \* The line is explained: advance the cursor; at the last line the workflow must not be
 \* stranded.  Consumed last, so that it prints only on success.
 Step == /\ l' = l + 1 /\ UNCHANGED t
-        /\ l + 1 = Lines => Match(t, l + 1, [stranded_at_end |-> <<Stranded', FALSE>>])
+        /\ l + 1 = Lines => Match(t, l + 1, [RunningIsDriven |-> <<Stranded', FALSE>>])
         /\ Consumed(t, l + 1, Lines)
 
 -----------------------------------------------------------------------------
@@ -161,7 +161,7 @@ IsRunStart ==
     /\ Agrees("started",
               [source |-> <<work'[E.node][W].source, Arg("source", Nil)>>,
                task_version |-> <<work'[E.node][W].version, Arg("task_version", Nil)>>,
-               runs_in_progress |-> <<RunsAfter(0), OneRun>>])
+               NoOverlappingRuns |-> <<RunsAfter(0), OneRun>>])
     /\ Step
 
 \* Never enabled: a run_start on a node whose own run is in progress (Engine has one worker
@@ -170,7 +170,7 @@ RunStartOverOwnRun ==
     /\ Logged("run_start")
     /\ Running(E.node, W)
     /\ UNCHANGED vars
-    /\ Match(t, l + 1, [runs_in_progress |-> <<RunsAfter(1), OneRun>>])
+    /\ Match(t, l + 1, [NoOverlappingRuns |-> <<RunsAfter(1), OneRun>>])
     /\ FALSE
 
 \* The result RunEnd chose, read from the state it left.  A stale run that owes a rerun

@@ -139,9 +139,9 @@ ExplainsRead(x, outcome, read) ==
                         idle_read |-> read,
                         entry |-> <<PelView(x), LoggedPel>>,
                         idle |-> <<SpecIdle(x), IdleSeen(x)>>,
-                        overlapping_invocations |-> <<~OneHolder(x), FALSE>>])
+                        NoOverlappingInvocations |-> <<~OneHolder(x), FALSE>>])
     /\ (Drained /\ l + 1 = Lines) =>
-          Match(t, l + 1, [unacked_at_end |-> <<{ids'[i] : i \in {i \in DOMAIN ids' : status'[i] # "gone"}}, {}>>])
+          Match(t, l + 1, [EveryEntryAcked |-> <<{ids'[i] : i \in {i \in DOMAIN ids' : status'[i] # "gone"}}, {}>>])
     /\ Consumed(t, l + 1, Lines)
 
 \* A step that reads nothing before writing.

@@ -33,11 +33,29 @@ class TraceKind(str, Enum):
 
 @dataclass(frozen=True)
 class Diff:
-    """A logged field that disagrees with what the spec says at the rejected line."""
+    """A logged field that disagrees with what the spec says at the rejected line.
+
+    A field named by a property (capitalised: `NoOverlappingRuns`) is a safety property the
+    line breaks: `expected` is then the spec's state after the line, `logged` what the
+    property allows (for a TRUE/FALSE property, whether it is broken, and FALSE).
+    """
 
     field: str
     expected: Any
     logged: Any
+
+    @property
+    def is_property(self) -> bool:
+        """Is this a property the line breaks rather than a logged field?"""
+        return self.field[:1].isupper()
+
+    def describe(self) -> str:
+        """`NoStaleWrite`, `NoOverlappingRuns (after it A, allowed B)` or `field (spec A, trace B)`."""
+        if not self.is_property:
+            return f"{self.field} (spec {self.expected}, trace {self.logged})"
+        if {str(self.expected), str(self.logged)} <= {"TRUE", "FALSE"}:
+            return self.field
+        return f"{self.field} (after it {self.expected}, allowed {self.logged})"
 
 
 @dataclass(frozen=True)
@@ -63,10 +81,10 @@ class TraceVerdict:
         """One line for a report."""
         if self.kind is TraceKind.REJECTED:
             what = f" ({self.op} by {self.node})" if self.op else ""
-            fields = ""
-            if self.diffs:
-                fields = "; disagrees on " + ", ".join(f"{d.field} (spec {d.expected}, trace {d.logged})" for d in self.diffs)
-            return f"rejected at event {self.line}{what}: no behaviour of the spec explains it{fields}"
+            broken = [d.describe() for d in self.diffs if d.is_property]
+            fields = [d.describe() for d in self.diffs if not d.is_property]
+            why = "".join([f"; breaks {', '.join(broken)}" if broken else "", f"; disagrees on {', '.join(fields)}" if fields else ""])
+            return f"rejected at event {self.line}{what}: no behaviour of the spec explains it{why}"
         if self.reason:
             return f"{self.kind.value}: {self.reason}"
         return self.kind.value

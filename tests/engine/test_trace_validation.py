@@ -109,3 +109,4 @@ def test_with_the_fix_off_a_double_run_is_rejected_at_the_second_run_start(check
         v = checked["verdicts"][t.source]
         assert v.kind is TraceKind.REJECTED, (t.source, v.describe())
         assert (v.line, v.op) == (checked["double"][t.source], "run_start"), (t.source, v.describe())
+        assert "breaks NoOverlappingRuns" in v.describe(), v.describe()

@@ -168,8 +168,8 @@ def test_a_guard_off_run_is_rejected_at_the_line_that_breaks_the_promise(checked
 def test_the_rejections_name_the_broken_property(checked) -> None:
     fields = {src: {d.field for d in checked["verdicts"][src].diffs} for src in checked["expect"]}
     for src, found in fields.items():
-        want = ("live_attempts" if src in checked["unguarded"] else
-                "stale_write" if src in checked["two_step"] else "overlapping_invocations")
+        want = ("OneLiveAttempt" if src in checked["unguarded"] else
+                "NoStaleWrite" if src in checked["two_step"] else "NoOverlappingInvocations")
         assert want in found, f"{src}: {checked['verdicts'][src].describe()}"
 
 

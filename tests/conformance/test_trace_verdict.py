@@ -1,0 +1,31 @@
+"""How a rejection reads (pure): logged fields that disagree, and properties the line breaks."""
+
+from __future__ import annotations
+
+from conformance.traces.trace import Diff, TraceKind, TraceVerdict
+
+
+def rejected(*diffs: Diff) -> str:
+    return TraceVerdict("t", TraceKind.REJECTED, line=7, op="run_start", node="n1", explained=6, diffs=diffs).describe()
+
+
+def test_a_field_that_disagrees() -> None:
+    assert rejected(Diff("task_version", "2", "1")) == (
+        "rejected at event 7 (run_start by n1): no behaviour of the spec explains it; disagrees on task_version (spec 2, trace 1)")
+
+
+def test_a_broken_property_is_named_with_the_state_it_left() -> None:
+    d = Diff("NoOverlappingRuns", "[n1 |-> 1, n2 |-> 1]", "[n1 |-> 1, n2 |-> 0]")
+    assert d.is_property
+    assert rejected(d, Diff("source", '"memory"', '"store"')) == (
+        "rejected at event 7 (run_start by n1): no behaviour of the spec explains it; "
+        "breaks NoOverlappingRuns (after it [n1 |-> 1, n2 |-> 1], allowed [n1 |-> 1, n2 |-> 0]); "
+        'disagrees on source (spec "memory", trace "store")')
+
+
+def test_a_true_false_property_is_named_alone() -> None:
+    assert rejected(Diff("NoStaleWrite", "TRUE", "FALSE")).endswith("explains it; breaks NoStaleWrite")
+
+
+def test_a_line_no_action_explains() -> None:
+    assert rejected() == "rejected at event 7 (run_start by n1): no behaviour of the spec explains it"
