@@ -37,6 +37,9 @@ def _validator(schema_path: Path, kind: str | None = None) -> jsonschema.Draft20
 
 
 def _first_error(validator: jsonschema.Draft202012Validator, value: Any) -> str | None:
+    # Most lines are valid: is_valid stops at the first failure and builds no error objects.
+    if validator.is_valid(value):
+        return None
     errors = sorted(validator.iter_errors(value), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if not errors:
         return None
