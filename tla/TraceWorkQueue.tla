@@ -104,23 +104,20 @@ IdleSeen(x) ==
     IF SpecIdle(x) - LoggedIdle <= ClockSlack /\ LoggedIdle - SpecIdle(x) <= ClockSlack
     THEN SpecIdle(x) ELSE LoggedIdle
 
-\* The idle time a step read before writing (renew, release, ack: args.idle_ms), as the spec
-\* has it before the step: Nil when the entry is not pending (new, or gone), as XPENDING finds
-\* no record then and the trace logs null. Checked only on lines that log the field: traces
-\* recorded before it existed lack it; the recorder always writes it on those three ops.
+\* The idle time a step read before writing (renew, release, ack: args.idle_ms, which the
+\* schema requires on those lines), as the spec has it before the step: Nil when the entry is
+\* not pending (new, or gone), as XPENDING finds no record then and the trace logs null.
 SpecIdleRead(x) == IF status[x] = "pending" THEN idle[x] ELSE Nil
-LogsIdleRead == "args" \in DOMAIN E /\ "idle_ms" \in DOMAIN E.args
 LoggedIdleRead == IF E.args.idle_ms = Nil THEN Nil ELSE Min(VT, E.args.idle_ms)
 
 \* <<spec, logged>> for the idle read, the logged one within ClockSlack taken as the spec's (as
-\* in IdleSeen); <<Nil, Nil>>, which always agrees, for a line that logs none.
+\* in IdleSeen).
 IdleRead(x) ==
-    IF ~LogsIdleRead THEN <<Nil, Nil>>
-    ELSE IF SpecIdleRead(x) # Nil /\ LoggedIdleRead # Nil
-            /\ SpecIdleRead(x) - LoggedIdleRead <= ClockSlack
-            /\ LoggedIdleRead - SpecIdleRead(x) <= ClockSlack
-         THEN <<SpecIdleRead(x), SpecIdleRead(x)>>
-         ELSE <<SpecIdleRead(x), LoggedIdleRead>>
+    IF /\ SpecIdleRead(x) # Nil /\ LoggedIdleRead # Nil
+       /\ SpecIdleRead(x) - LoggedIdleRead <= ClockSlack
+       /\ LoggedIdleRead - SpecIdleRead(x) <= ClockSlack
+    THEN <<SpecIdleRead(x), SpecIdleRead(x)>>
+    ELSE <<SpecIdleRead(x), LoggedIdleRead>>
 
 \* The next line is an `op` committed now, on an entry the model has room for.
 Logged(op) == /\ l < Lines /\ E.op = op /\ E.now = clock /\ X \in Entries
