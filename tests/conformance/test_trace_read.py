@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -68,3 +70,18 @@ def test_missing_and_unreadable_files(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00")
     v = read_trace_file(binary)
     assert isinstance(v, TraceVerdict) and v.kind is TraceKind.MALFORMED and "unreadable" in (v.reason or "")
+
+
+def test_a_reader_that_goes_away_stops_the_cli_quietly(tmp_path: Path) -> None:
+    # `leaseproof traces lint DIR | head -1`: the pipe closes under the CLI's later lines.
+    trace = next((Path(__file__).resolve().parents[2] / "traces" / "corpus" / "workqueue" / "accepted").glob("*.ndjson"))
+    for i in range(2000):
+        (tmp_path / f"t{i}.ndjson").write_bytes(trace.read_bytes())
+    cli = subprocess.Popen([sys.executable, "-m", "conformance.cli", "traces", "lint", str(tmp_path)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert cli.stdout is not None and cli.stderr is not None
+    assert cli.stdout.readline().startswith(b"ok ")
+    cli.stdout.close()
+    err = cli.stderr.read().decode()
+    assert cli.wait() == 141, err
+    assert "Traceback" not in err and "Broken pipe" not in err, err
