@@ -12,7 +12,7 @@ from conformance.check.runner import Tlc, default_workers
 from conformance.output.verdict import Verdict
 from conformance.traces.batch import Batch, check_batch, group
 from conformance.traces.read import read_trace_file
-from conformance.traces.system import System, constants_for, out_of_scope
+from conformance.traces.system import System, constants_for, out_of_scope, unknown
 from conformance.traces.to_tla import TraceEncodeError, trace_literal
 from conformance.traces.trace import Trace, TraceKind, TraceVerdict
 
@@ -38,11 +38,16 @@ def triage(items: list[Trace | TraceVerdict], systems: dict[str, System]) -> Sor
         system = systems.get(item.system)
         if system is None:
             known = ", ".join(sorted(systems)) or "none"
-            decided[item.source] = TraceVerdict(item.source, TraceKind.SKIPPED, reason=f"no trace spec for system {item.system!r} (known: {known})")
+            decided[item.source] = TraceVerdict(item.source, TraceKind.MALFORMED,
+                                                reason=f"header field system: no system file for {item.system!r} (known: {known})")
             continue
         why = out_of_scope(system, item)
         if why:
             decided[item.source] = TraceVerdict(item.source, TraceKind.SKIPPED, reason=why)
+            continue
+        why = unknown(system, item)
+        if why:
+            decided[item.source] = TraceVerdict(item.source, TraceKind.MALFORMED, reason=why)
             continue
         try:
             constants_for(system, item)

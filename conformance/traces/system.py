@@ -39,6 +39,9 @@ class System:
     entity: str | None = None
     mutations: dict[str, Any] = field(default_factory=dict)
     coverage: dict[str, dict[str, Any]] = field(default_factory=dict)
+    faults: frozenset[str] = frozenset()
+    out_of_scope: dict[str, str] = field(default_factory=dict)
+    bounds: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @cache
@@ -71,6 +74,8 @@ def load_system(path: Path, tla_dir: Path) -> System:
         features=frozenset(data.get("features", ())), constants=data["constants"],
         time_fields=tuple(data.get("time_fields", ())), timeout=float(data.get("timeout", 300)),
         mutations=mutations, coverage=data.get("coverage", {}), entity=data.get("entity"),
+        faults=frozenset(data.get("faults", ())), out_of_scope=dict(data.get("out_of_scope", {})),
+        bounds=dict(data.get("bounds", {})),
     )
 
 
@@ -91,13 +96,42 @@ def lookup(data: Any, dotted: str) -> Any:
 
 
 def out_of_scope(system: System, trace: Trace) -> str | None:
-    """Why `trace` is outside what `system`'s spec models, or None when it is in scope."""
-    extra = sorted(set(trace.header.get("features", ())) - system.features)
-    if extra:
-        return f"uses {', '.join(extra)}, which the {system.spec} spec does not model"
-    ops = sorted({e["op"] for e in trace.events} - system.ops)
-    if ops:
-        return f"has op {', '.join(ops)}, which the {system.spec} spec does not model"
+    """Why `trace` is outside what `system`'s spec models (a feature its system file declares
+    out of scope, with the declared reason), or None when it is in scope."""
+    declared = sorted(set(trace.header.get("features", ())) & set(system.out_of_scope))
+    if declared:
+        return "; ".join(f"uses {f}, which the {system.spec} spec does not model: {system.out_of_scope[f]}" for f in declared)
+    return None
+
+
+def unknown(system: System, trace: Trace) -> str | None:
+    """What `trace` claims that `system` does not know, or None: a feature neither modelled nor
+    declared out of scope, an op the spec has no action for, a fault kind it cannot count, a
+    header value outside its bound. Any of these makes the trace malformed: a renamed feature
+    or op must never silence a check."""
+    known_features = system.features | set(system.out_of_scope)
+    odd = sorted(set(trace.header.get("features", ())) - known_features)
+    if odd:
+        return (f"header field features: {', '.join(map(repr, odd))} unknown to the {system.name} system file "
+                f"(modelled: {', '.join(sorted(system.features)) or 'none'}; out of scope: {', '.join(sorted(system.out_of_scope)) or 'none'})")
+    for e in trace.events:
+        if e["op"] not in system.ops:
+            return f"event {e['seq']}: field op: {e['op']!r} is not an op of the {system.name} system ({', '.join(sorted(system.ops))})"
+    odd = sorted(set(trace.header.get("faults", {})) - system.faults)
+    if odd:
+        return (f"header field faults: {', '.join(map(repr, odd))} not a fault kind of the {system.name} system "
+                f"({', '.join(sorted(system.faults)) or 'none'})")
+    for dotted, bound in system.bounds.items():
+        try:
+            value = lookup(trace.header, dotted)
+        except (KeyError, TypeError):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"header field {dotted}: {value!r} is not a number"
+        if "max" in bound and value > bound["max"]:
+            return f"header field {dotted}: {value} is past its bound {bound['max']} (traces/systems/{system.name}.yaml bounds)"
+        if "min" in bound and value < bound["min"]:
+            return f"header field {dotted}: {value} is below its bound {bound['min']} (traces/systems/{system.name}.yaml bounds)"
     return None
 
 

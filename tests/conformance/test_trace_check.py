@@ -89,17 +89,24 @@ def test_hostile_strings_do_not_change_the_meaning(tlc: Tlc, systems: dict[str, 
 def test_skipped_and_malformed_never_reach_tlc(tlc: Tlc, systems: dict[str, Any], tmp_path: Path) -> None:
     other = make("other", [("n1", 1)])
     other = Trace("other", {**other.header, "system": "billing"}, other.events)
+    declared = make("declared", [("n1", 1)], features=["reset"])
     featured = make("featured", [("n1", 1)], features=["compensation"])
     op = make("op", [("n1", 1)])
     op = Trace("op", op.header, ({**op.events[0], "op": "teleport"},))
+    fault = make("fault", [("n1", 1)])
+    fault = Trace("fault", {**fault.header, "faults": {"meteor": 1}}, fault.events)
     cut = tmp_path / "cut.ndjson"
     cut.write_text("\n".join(CORPUS.joinpath("accepted", "accepted-two-nodes.ndjson").read_text().splitlines()[:-1]) + "\n")
-    verdicts = check_traces([other, featured, op, read_trace_file(cut)], systems, tlc)
-    assert [v.kind for v in verdicts] == [TraceKind.SKIPPED, TraceKind.SKIPPED, TraceKind.SKIPPED, TraceKind.MALFORMED]
-    assert "no trace spec for system 'billing'" in (verdicts[0].reason or "")
-    assert "uses compensation" in (verdicts[1].reason or "")
-    assert "has op teleport" in (verdicts[2].reason or "")
-    assert "truncated" in (verdicts[3].reason or "")
+    verdicts = check_traces([other, declared, featured, op, fault, read_trace_file(cut)], systems, tlc)
+    assert [v.kind for v in verdicts] == [TraceKind.MALFORMED, TraceKind.SKIPPED] + [TraceKind.MALFORMED] * 4
+    # Only a feature the system file declares out of scope is skipped, with its declared reason;
+    # an unknown system, feature, op or fault kind is malformed: a rename never silences a check.
+    assert "no system file for 'billing'" in (verdicts[0].reason or "")
+    assert "uses reset" in (verdicts[1].reason or "") and "has no reset" in (verdicts[1].reason or "")
+    assert "features: 'compensation' unknown" in (verdicts[2].reason or "")
+    assert "field op: 'teleport' is not an op" in (verdicts[3].reason or "")
+    assert "faults: 'meteor' not a fault kind" in (verdicts[4].reason or "")
+    assert "truncated" in (verdicts[5].reason or "")
 
 
 def test_a_trace_that_breaks_tlc_is_isolated(tlc: Tlc, systems: dict[str, Any]) -> None:
