@@ -2,7 +2,9 @@
 
 Exit status of `check`: 0 when every trace was accepted or skipped (and, with --self-test,
 the known traces got their verdicts, every mutant was rejected, and coverage was met); 1
-otherwise; 2 when the command could not run.
+otherwise (a skip too, with --fail-on-skip, unless --skip-ok matches the trace's path); 2 when
+the command could not run. A trace is skipped only for a feature its system file declares out of
+scope; every skip is listed with its reason.
 """
 
 from __future__ import annotations
@@ -10,18 +12,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
 from conformance.check.runner import Tlc
 from conformance.errors import LeaseproofError
 from conformance.report.trace_report import coverage_lines, mutation_lines, summary_line, verdict_json
+from conformance.traces.batch import TRACE_HEAP_MB
 from conformance.traces.check import DEFAULT_BATCH, check_traces
 from conformance.traces.coverage import coverage
-from conformance.traces.read import read_trace_file, trace_files
+from conformance.traces.read import DEFAULT_LIMITS, Limits, read_trace_file, trace_files
 from conformance.traces.selftest import check_corpus, check_mutants
 from conformance.traces.system import load_systems
-from conformance.traces.trace import Trace, TraceKind
+from conformance.traces.trace import Trace, TraceKind, TraceVerdict
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -33,6 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
     lint = tsub.add_parser("lint", help="validate trace files against the JSON Schema")
     lint.add_argument("paths", nargs="+", type=Path, metavar="FILE|DIR")
+    _limit_options(lint)
     lint.set_defaults(func=run_lint)
 
     check = tsub.add_parser("check", help="validate traces against the TLA+ specs with TLC")
@@ -46,7 +52,32 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     check.add_argument("-w", "--workers", type=int, default=None, help="TLC workers (default: all cores)")
     check.add_argument("--keep", type=Path, metavar="DIR", help="keep the generated TLA+ modules in DIR")
     check.add_argument("-v", "--verbose", action="store_true", help="list every trace, not only those that did not pass")
+    check.add_argument("--fail-on-skip", action="store_true",
+                       help="a skipped trace fails the check (for trace sets that should have none)")
+    check.add_argument("--skip-ok", action="append", default=[], metavar="GLOB",
+                       help="with --fail-on-skip, skips of traces whose path matches GLOB are allowed (repeatable)")
+    check.add_argument("--tlc-heap", type=int, default=TRACE_HEAP_MB, metavar="MB",
+                       help=f"TLC's Java heap per trace batch (default {TRACE_HEAP_MB} MiB)")
+    _limit_options(check)
     check.set_defaults(func=run_check)
+
+
+def _limit_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-events", type=int, default=DEFAULT_LIMITS.max_events, metavar="N",
+                   help=f"a trace with more events is inconclusive, not read on (default {DEFAULT_LIMITS.max_events:,})")
+    p.add_argument("--max-bytes", type=int, default=DEFAULT_LIMITS.max_bytes, metavar="N",
+                   help=f"a larger trace file is inconclusive, not read (default {DEFAULT_LIMITS.max_bytes:,})")
+
+
+def _limits(args: argparse.Namespace) -> Limits:
+    if args.max_events < 1 or args.max_bytes < 1:
+        raise LeaseproofError("--max-events and --max-bytes must be at least 1")
+    return replace(DEFAULT_LIMITS, max_events=args.max_events, max_bytes=args.max_bytes)
+
+
+def skip_failures(verdicts: list[TraceVerdict], allowed: list[str]) -> list[TraceVerdict]:
+    """The skipped traces that --fail-on-skip fails: those whose path matches no `allowed` glob."""
+    return [v for v in verdicts if v.kind is TraceKind.SKIPPED and not any(fnmatch(v.source, g) for g in allowed)]
 
 
 def run_lint(args: argparse.Namespace) -> int:
@@ -55,8 +86,9 @@ def run_lint(args: argparse.Namespace) -> int:
     if not files:
         raise LeaseproofError(f"no trace files (*.ndjson) in {', '.join(map(str, args.paths))}")
     bad = 0
+    limits = _limits(args)
     for path in files:
-        item = read_trace_file(path)
+        item = read_trace_file(path, limits=limits)
         if isinstance(item, Trace):
             print(f"ok        {path}: {item.system}, {len(item.events)} events")
         else:
@@ -75,11 +107,14 @@ def run_check(args: argparse.Namespace) -> int:
     if not systems:
         raise LeaseproofError(f"no system files in {args.root / 'traces' / 'systems'}: run from the project directory or pass --root")
     tlc = Tlc.locate()
-    opts: dict[str, Any] = {"batch_size": args.batch_size, "workers": args.workers}
+    if args.tlc_heap < 64:
+        raise LeaseproofError(f"--tlc-heap {args.tlc_heap}: TLC needs at least 64 MiB")
+    opts: dict[str, Any] = {"batch_size": args.batch_size, "workers": args.workers, "heap_mb": args.tlc_heap}
     failed = False
     out: dict[str, Any] = {}
 
-    items = [read_trace_file(p) for p in files]
+    limits = _limits(args)
+    items = [read_trace_file(p, limits=limits) for p in files]
     if args.self_test:
         present = {i.system for i in items if isinstance(i, Trace)}
         corpus = check_corpus(args.root, systems, tlc, only=present, **opts)
@@ -99,11 +134,18 @@ def run_check(args: argparse.Namespace) -> int:
     out["traces"] = [verdict_json(v) for v in verdicts]
     out["summary"] = summary_line(verdicts)
     failed |= any(v.kind in (TraceKind.REJECTED, TraceKind.MALFORMED, TraceKind.INCONCLUSIVE) for v in verdicts)
+    bad_skips = skip_failures(verdicts, args.skip_ok) if args.fail_on_skip else []
+    failed |= bool(bad_skips)
+    out["skips_failed"] = [v.source for v in bad_skips]
     if not args.json:
         for v in verdicts:
-            if args.verbose or v.kind not in (TraceKind.ACCEPTED, TraceKind.SKIPPED):
+            # Every skip is listed with its reason: a skip is never a quiet pass.
+            if args.verbose or v.kind is not TraceKind.ACCEPTED:
                 print(f"{v.kind.value.upper():12} {v.source}: {v.describe()}")
         print(out["summary"])
+        if bad_skips:
+            print(f"--fail-on-skip: {len(bad_skips)} trace(s) skipped where none may be"
+                  + (f" (allowed: {', '.join(args.skip_ok)})" if args.skip_ok else ""))
 
     accepted = [i for i, v in zip(items, verdicts) if isinstance(i, Trace) and v.kind is TraceKind.ACCEPTED]
     in_scope = {i.system for i, v in zip(items, verdicts) if isinstance(i, Trace) and v.kind is not TraceKind.SKIPPED}

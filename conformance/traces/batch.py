@@ -57,8 +57,17 @@ class Prints:
     diffs: dict[tuple[int, int], list[Diff]]
 
 
+# TLC's heap for a trace batch, in MiB: a huge batch ends in an out-of-memory error (then the
+# batch is split, and a trace too big alone is inconclusive), never in a machine out of memory.
+TRACE_HEAP_MB = 2048
+# Events per batch at most, whatever `batch_size` says: the generated module's size (SANY's
+# parse) and the search grow with it.
+MAX_BATCH_EVENTS = 60_000
+
+
 def group(traces: list[Trace], system: System, batch_size: int) -> list[Batch]:
-    """Traces grouped by the constants their headers give, in batches of at most `batch_size`."""
+    """Traces grouped by the constants their headers give, in batches of at most `batch_size`
+    traces and `MAX_BATCH_EVENTS` events (a longer trace has a batch of its own)."""
     groups: dict[str, list[Trace]] = defaultdict(list)
     consts: dict[str, tuple[tuple[str, Any], ...]] = {}
     for t in traces:
@@ -68,8 +77,16 @@ def group(traces: list[Trace], system: System, batch_size: int) -> list[Batch]:
         consts[key] = c
     out = []
     for key, members in groups.items():
-        for i in range(0, len(members), batch_size):
-            out.append(Batch(system, consts[key], tuple(members[i : i + batch_size])))
+        current: list[Trace] = []
+        events = 0
+        for t in members:
+            if current and (len(current) >= batch_size or events + len(t.events) > MAX_BATCH_EVENTS):
+                out.append(Batch(system, consts[key], tuple(current)))
+                current, events = [], 0
+            current.append(t)
+            events += len(t.events)
+        if current:
+            out.append(Batch(system, consts[key], tuple(current)))
     return out
 
 
@@ -183,7 +200,8 @@ def batch_id(batch: Batch) -> str:
     return hashlib.sha1("\n".join(t.source for t in batch.traces).encode()).hexdigest()[:10]
 
 
-def run_batch(batch: Batch, tlc: Tlc, workers: int, keep_dir: Path | None = None) -> tuple[Verdict, str]:
+def run_batch(batch: Batch, tlc: Tlc, workers: int, keep_dir: Path | None = None,
+              heap_mb: int = TRACE_HEAP_MB) -> tuple[Verdict, str]:
     """Run TLC on one batch; its verdict (ok when it ran to the end) and raw output."""
     files = render_batch(batch)
     with tempfile.TemporaryDirectory(prefix=f"leaseproof-traces-{batch.system.name}-") as tmp:
@@ -200,26 +218,49 @@ def run_batch(batch: Batch, tlc: Tlc, workers: int, keep_dir: Path | None = None
             (where / "traces.txt").write_text("".join(f"{i} {t.source}\n" for i, t in enumerate(batch.traces, 1)), encoding="utf-8")
         (run_dir / "tmp").mkdir()
         cmd = tlc_command(TlcInvocation(java=tlc.java, jar=tlc.jar, module_file="TraceRun.tla", cfg_file="TraceRun.cfg",
-                                        workers=workers, metadir="states", check_deadlock=False, tmpdir=str(run_dir / "tmp")))
+                                        workers=workers, metadir="states", check_deadlock=False, tmpdir=str(run_dir / "tmp"),
+                                        java_options=("-XX:+UseParallelGC", f"-Xmx{heap_mb}m")))
         raw = run_tlc(cmd, run_dir, batch.system.timeout)
     verdict = verdict_from_output(parse_messages(raw.output), exit_code=raw.exit_code, seconds=raw.seconds, timed_out=raw.timed_out)
     return verdict, raw.output
 
 
+def inconclusive_reason(batch: Batch, verdict: Verdict, output: str) -> str:
+    """Why TLC could not decide the one trace of `batch`: the trace, the line where TLC stopped
+    (the first it had not explained) or, where it stopped before any line, the header's
+    constants it was given, and TLC's whole message."""
+    trace = batch.traces[0]
+    if verdict.kind is Kind.TIMEOUT:
+        what = f"TLC passed its {batch.system.timeout:.0f} s budget"
+    else:
+        what = f"TLC could not check it ({verdict.error_kind.value if verdict.error_kind else verdict.kind.value}): " \
+               f"{' '.join((verdict.message or verdict.summary()).split())}"  # in full, on one line
+    try:
+        done = read_prints(output).explained.get(1, 0)
+    except Exception:  # the output itself is what failed: say where from the trace's start
+        done = 0
+    if done < len(trace.events):
+        event = trace.events[done]
+        where = f"at event {done + 1} ({event['op']} by {event['node']}), after {done} explained"
+    else:
+        where = f"after all {done} events were explained"
+    if done == 0:
+        where += "; with the constants its header gives: " + ", ".join(f"{n} = {constant_text(n, v)}" for n, v in batch.constants)
+    return f"{trace.source}: {what}; TLC stopped {where}"
+
+
 def check_batch(batch: Batch, tlc: Tlc, workers: int | None = None, keep_dir: Path | None = None,
-                on_run: Callable[[Batch, Verdict], None] | None = None) -> list[TraceVerdict]:
+                on_run: Callable[[Batch, Verdict], None] | None = None, heap_mb: int = TRACE_HEAP_MB) -> list[TraceVerdict]:
     """Verdicts for every trace of `batch`, bisecting when TLC fails on the batch as a whole."""
     n = workers or default_workers()
-    verdict, output = run_batch(batch, tlc, n, keep_dir)
+    verdict, output = run_batch(batch, tlc, n, keep_dir, heap_mb)
     if on_run is not None:
         on_run(batch, verdict)
     if verdict.kind is Kind.OK:
         return verdicts_from_prints(batch, read_prints(output))
     if len(batch.traces) == 1:
-        why = (f"TLC passed its {batch.system.timeout:.0f} s budget" if verdict.kind is Kind.TIMEOUT
-               else f"TLC could not check it: {verdict.summary()}")
-        return [TraceVerdict(batch.traces[0].source, TraceKind.INCONCLUSIVE, reason=why)]
+        return [TraceVerdict(batch.traces[0].source, TraceKind.INCONCLUSIVE, reason=inconclusive_reason(batch, verdict, output))]
     log.info("TLC failed on a batch of %d traces (%s); splitting it", len(batch.traces), verdict.summary())
     half = len(batch.traces) // 2
-    return (check_batch(Batch(batch.system, batch.constants, batch.traces[:half]), tlc, workers, None, on_run)
-            + check_batch(Batch(batch.system, batch.constants, batch.traces[half:]), tlc, workers, None, on_run))
+    return (check_batch(Batch(batch.system, batch.constants, batch.traces[:half]), tlc, workers, None, on_run, heap_mb)
+            + check_batch(Batch(batch.system, batch.constants, batch.traces[half:]), tlc, workers, None, on_run, heap_mb))

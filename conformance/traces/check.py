@@ -3,20 +3,24 @@ check the rest in batches. Returns one verdict per file, in the order given."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from conformance.check.runner import Tlc, default_workers
+from conformance.errors import JavaNotFound, LeaseproofError
 from conformance.output.verdict import Verdict
-from conformance.traces.batch import Batch, check_batch, group
+from conformance.traces.batch import TRACE_HEAP_MB, Batch, check_batch, constant_text, group
 from conformance.traces.read import read_trace_file
 from conformance.traces.system import System, constants_for, out_of_scope, unknown
 from conformance.traces.to_tla import TraceEncodeError, trace_literal
 from conformance.traces.trace import Trace, TraceKind, TraceVerdict
 
 DEFAULT_BATCH = 400
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,8 @@ def triage(items: list[Trace | TraceVerdict], systems: dict[str, System]) -> Sor
             decided[item.source] = TraceVerdict(item.source, TraceKind.MALFORMED, reason=why)
             continue
         try:
-            constants_for(system, item)
+            for name, value in constants_for(system, item).items():
+                constant_text(name, value)  # a float or NaN setting has no TLA+ form: malformed
             trace_literal(item.events, system.time_fields, label=item.source)
         except KeyError as exc:
             decided[item.source] = TraceVerdict(item.source, TraceKind.MALFORMED, reason=str(exc.args[0]))
@@ -71,6 +76,7 @@ def check_traces(
     keep_dir: Path | None = None,
     on_run: Callable[[Batch, Verdict], None] | None = None,
     jobs: int | None = None,
+    heap_mb: int = TRACE_HEAP_MB,
 ) -> list[TraceVerdict]:
     """A verdict for every item (a read trace, or the verdict its reading already gave).
 
@@ -84,11 +90,28 @@ def check_traces(
     jobs = max(1, min(jobs or default_workers(), len(batches)))
     per_run = workers or max(1, default_workers() // jobs)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for result in pool.map(lambda b: check_batch(b, tlc, per_run, keep_dir, on_run), batches):
+        for result in pool.map(lambda b: _isolated(b, tlc, per_run, keep_dir, on_run, heap_mb), batches):
             for v in result:
                 verdicts[v.source] = v
     order = [i.source for i in items]
     return [verdicts[src] for src in order]
+
+
+def _isolated(batch: Batch, tlc: Tlc, workers: int, keep_dir: Path | None,
+              on_run: Callable[[Batch, Verdict], None] | None, heap_mb: int) -> list[TraceVerdict]:
+    """`check_batch`, but a failure of leaseproof itself on one batch (TLC output it cannot read,
+    say) makes that batch's traces inconclusive, saying so, instead of stopping every other
+    batch. TLC not starting at all (no Java) still stops the run: nothing could be checked."""
+    try:
+        return check_batch(batch, tlc, workers, keep_dir, on_run, heap_mb)
+    except LeaseproofError as exc:
+        if isinstance(exc, JavaNotFound):
+            raise
+        why = f"leaseproof could not read TLC's run of this batch: {exc}"
+    except Exception as exc:  # a bug in leaseproof: reported per trace, with its type, never a pass
+        log.exception("checking a batch of %d %s traces failed", len(batch.traces), batch.system.name)
+        why = f"a bug in leaseproof while checking this batch ({type(exc).__name__}: {exc}); please report it"
+    return [TraceVerdict(t.source, TraceKind.INCONCLUSIVE, reason=why) for t in batch.traces]
 
 
 def check_files(paths: list[Path], systems: dict[str, System], tlc: Tlc, **kwargs: object) -> list[TraceVerdict]:

@@ -1,15 +1,20 @@
 """Reading an NDJSON trace file and checking that it is a whole, well-formed trace. Pure but
 for `read_trace_file`, which reads the file.
 
-Every problem makes the trace `malformed`, with the file line and the field: not JSON, against
-the schema, no header first, a gap in `seq`, no end line (truncated), a count that disagrees,
-no events at all. A malformed trace is never checked, so never accepted.
+Every problem makes the trace `malformed`, with the file line and the field: not JSON (NaN
+and Infinity included), against the schema, no header first, a gap in `seq`, no end line
+(truncated), a count that disagrees, no events at all, JSON nested too deeply, a line too long,
+not a regular file. A malformed trace is never checked, so never accepted. A file too large for
+the `Limits` is `inconclusive`: not read whole, and never a pass.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import os
+import stat
+from dataclasses import dataclass
+from decimal import Decimal
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -48,74 +53,195 @@ def _first_error(validator: jsonschema.Draft202012Validator, value: Any) -> str 
     return f"field {where}: {best.message}" if where else best.message
 
 
-def parse_trace(text: str, source: str, schema_dir: Path | None = None) -> Trace | TraceVerdict:
-    """The trace in `text`, or a `malformed` verdict that says where and why."""
-    schema_dir = schema_dir or default_schema_dir()
+@dataclass(frozen=True)
+class Limits:
+    """How much one trace file may claim of the checker (a trace is input we do not control).
 
-    def malformed(reason: str) -> TraceVerdict:
-        return TraceVerdict(source, TraceKind.MALFORMED, reason=reason)
+    A file past `max_bytes` or with more than `max_events` events is `inconclusive` (too large
+    to check within these bounds, said so, never read whole); a line past `max_line_bytes` or
+    JSON nested deeper than `max_depth` is `malformed`.
+    """
 
-    lines = text.splitlines()
-    if not any(ln.strip() for ln in lines):
-        return malformed("empty file: no header, no events")
-    parsed: list[dict[str, Any]] = []
-    for number, raw in enumerate(lines, start=1):
+    max_bytes: int = 64 * 2**20
+    max_line_bytes: int = 4 * 2**20
+    max_events: int = 50_000
+    max_depth: int = 32
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class _Bad(Exception):
+    """A reason a trace gets a verdict before TLC (internal to this module)."""
+
+    def __init__(self, kind: TraceKind, reason: str) -> None:
+        super().__init__(reason)
+        self.kind, self.reason = kind, reason
+
+
+def _number(text: str) -> int | float:
+    """A JSON number with a fraction or exponent: the integer it is when it is integral (`1.0`,
+    `2e3`), else the float (which no TLA+ value encodes: the trace is then malformed)."""
+    value = float(text)
+    if value.is_integer() and abs(value) < 2**62:
+        return int(Decimal(text))
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _depth(value: Any, limit: int) -> int:
+    """How deeply `value` nests (0 for a scalar), counting no further than `limit` + 1."""
+    if limit < 0 or not isinstance(value, dict | list):
+        return 0
+    inner = value.values() if isinstance(value, dict) else value
+    return 1 + max((_depth(v, limit - 1) for v in inner), default=0)
+
+
+def _decode(raw: str, number: int, limits: Limits) -> dict[str, Any]:
+    try:
+        value = json.loads(raw, parse_float=_number, parse_constant=_no_constant)
+    except RecursionError:
+        raise _Bad(TraceKind.MALFORMED, f"line {number}: JSON nested deeper than {limits.max_depth} levels") from None
+    except ValueError as exc:  # JSONDecodeError, NaN and Infinity
+        where = f" at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise _Bad(TraceKind.MALFORMED, f"line {number}: not JSON ({msg}{where})") from None
+    if _depth(value, limits.max_depth) > limits.max_depth:
+        raise _Bad(TraceKind.MALFORMED, f"line {number}: JSON nested deeper than {limits.max_depth} levels")
+    return value  # type: ignore[no-any-return]
+
+
+class _Reader:
+    """Checks the lines of one trace as they come, so that a huge file is never held whole."""
+
+    def __init__(self, source: str, schema_dir: Path, limits: Limits) -> None:
+        self.source, self.schema_dir, self.limits = source, schema_dir, limits
+        self.header: dict[str, Any] | None = None
+        self.events: list[dict[str, Any]] = []
+        self.end: dict[str, Any] | None = None
+        self.event_schema: Path | None = None
+        self.lines = 0
+
+    def line(self, number: int, raw: str) -> None:
+        self.lines = number
         if not raw.strip():
-            return malformed(f"line {number}: blank line inside the trace")
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            return malformed(f"line {number}: not JSON ({exc.msg} at column {exc.colno})")
+            raise _Bad(TraceKind.MALFORMED, f"line {number}: blank line inside the trace")
+        value = _decode(raw, number, self.limits)
         kind = value.get("kind") if isinstance(value, dict) else None
         if kind not in ("header", "event", "end"):
-            return malformed(f"line {number}: field kind: must be header, event or end, not {kind!r}")
-        problem = _first_error(_validator(schema_dir / SCHEMA_NAME, kind), value)
+            raise _Bad(TraceKind.MALFORMED, f"line {number}: field kind: must be header, event or end, not {kind!r}")
+        problem = _first_error(_validator(self.schema_dir / SCHEMA_NAME, kind), value)
         if problem:
-            return malformed(f"line {number}: {problem}")
-        parsed.append(value)
-
-    if parsed[0]["kind"] != "header":
-        return malformed("line 1: the first line must be the header")
-    header = parsed[0]
-    event_schema = schema_dir / f"{header['system']}-event.schema.json"
-    events: list[dict[str, Any]] = []
-    end: dict[str, Any] | None = None
-    for number, value in enumerate(parsed[1:], start=2):
-        if end is not None:
-            return malformed(f"line {number}: a line after the end line")
-        if value["kind"] == "header":
-            return malformed(f"line {number}: a second header")
-        if value["kind"] == "end":
-            end = value
-            continue
-        if value["seq"] != len(events) + 1:
-            return malformed(f"line {number}: seq {value['seq']} where {len(events) + 1} was due (a lost or reordered event)")
-        if value["node"] not in header["nodes"]:
-            return malformed(f"line {number}: field node: {value['node']!r} is not one of the header's nodes {header['nodes']}")
-        if event_schema.is_file():
-            problem = _first_error(_validator(event_schema), value)
+            raise _Bad(TraceKind.MALFORMED, f"line {number}: {problem}")
+        if self.header is None:
+            if kind != "header":
+                raise _Bad(TraceKind.MALFORMED, "line 1: the first line must be the header")
+            self.header = value
+            schema = self.schema_dir / f"{value['system']}-event.schema.json"
+            self.event_schema = schema if schema.is_file() else None
+            return
+        if self.end is not None:
+            raise _Bad(TraceKind.MALFORMED, f"line {number}: a line after the end line")
+        if kind == "header":
+            raise _Bad(TraceKind.MALFORMED, f"line {number}: a second header")
+        if kind == "end":
+            self.end = value
+            return
+        if value["seq"] != len(self.events) + 1:
+            raise _Bad(TraceKind.MALFORMED, f"line {number}: seq {value['seq']} where {len(self.events) + 1} was due (a lost or reordered event)")
+        if value["node"] not in self.header["nodes"]:
+            raise _Bad(TraceKind.MALFORMED, f"line {number}: field node: {value['node']!r} is not one of the header's nodes {self.header['nodes']}")
+        if self.event_schema is not None:
+            problem = _first_error(_validator(self.event_schema), value)
             if problem:
-                return malformed(f"line {number}: {problem}")
-        events.append(value)
-    if end is None:
-        return malformed(f"truncated: no end line after {len(events)} events")
-    if end["count"] != len(events):
-        return malformed(f"the end line counts {end['count']} events, the trace has {len(events)}")
-    if not events:
-        return malformed("empty trace: a header and an end line, no events")
-    return Trace(source, header, tuple(events))
+                raise _Bad(TraceKind.MALFORMED, f"line {number}: {problem}")
+        if len(self.events) >= self.limits.max_events:
+            raise _Bad(TraceKind.INCONCLUSIVE, f"more than {self.limits.max_events:,} events: past the event cap "
+                                               f"(--max-events), so not checked")
+        self.events.append(value)
+
+    def done(self) -> Trace:
+        if self.header is None:
+            raise _Bad(TraceKind.MALFORMED, "empty file: no header, no events")
+        if self.end is None:
+            raise _Bad(TraceKind.MALFORMED, f"truncated: no end line after {len(self.events)} events")
+        if self.end["count"] != len(self.events):
+            raise _Bad(TraceKind.MALFORMED, f"the end line counts {self.end['count']} events, the trace has {len(self.events)}")
+        if not self.events:
+            raise _Bad(TraceKind.MALFORMED, "empty trace: a header and an end line, no events")
+        return Trace(self.source, self.header, tuple(self.events))
 
 
-def read_trace_file(path: Path, schema_dir: Path | None = None,
-                    read: Callable[[Path], str] = lambda p: p.read_text(encoding="utf-8")) -> Trace | TraceVerdict:
-    """Read and check the trace file at `path` (missing or unreadable files are malformed too)."""
+def _lines(text: str) -> list[str]:
+    """NDJSON lines: split on `\n` only (a JSON string may hold U+2028 or a form feed)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def parse_trace(text: str, source: str, schema_dir: Path | None = None, limits: Limits = DEFAULT_LIMITS) -> Trace | TraceVerdict:
+    """The trace in `text`, or a `malformed` (or, past `limits`, `inconclusive`) verdict that says
+    where and why."""
+    reader = _Reader(source, schema_dir or default_schema_dir(), limits)
     try:
-        text = read(path)
+        if not text.strip():
+            raise _Bad(TraceKind.MALFORMED, "empty file: no header, no events")
+        for number, raw in enumerate(_lines(text), start=1):
+            reader.line(number, raw)
+        return reader.done()
+    except _Bad as bad:
+        return TraceVerdict(source, bad.kind, reason=bad.reason)
+
+
+def read_trace_file(path: Path, schema_dir: Path | None = None, limits: Limits = DEFAULT_LIMITS) -> Trace | TraceVerdict:
+    """Read and check the trace file at `path`, a line at a time and within `limits`.
+
+    Only a regular file is read: a FIFO, a device or a directory is reported without reading
+    from it (opened non-blocking, so a FIFO with no writer cannot hang the checker). Missing
+    and unreadable files are malformed too.
+    """
+    source = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
-        return TraceVerdict(str(path), TraceKind.MALFORMED, reason="no such file")
-    except (OSError, UnicodeDecodeError) as exc:
-        return TraceVerdict(str(path), TraceKind.MALFORMED, reason=f"unreadable: {exc}")
-    return parse_trace(text, str(path), schema_dir)
+        return TraceVerdict(source, TraceKind.MALFORMED, reason="no such file")
+    except OSError as exc:
+        return TraceVerdict(source, TraceKind.MALFORMED, reason=f"unreadable: {exc.strerror or exc}")
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        mode = info.st_mode
+        what = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a directory" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        return TraceVerdict(source, TraceKind.MALFORMED, reason=f"not a regular file ({what}): not read")
+    with os.fdopen(fd, "rb") as f:
+        if info.st_size > limits.max_bytes:
+            return TraceVerdict(source, TraceKind.INCONCLUSIVE,
+                                reason=f"{info.st_size:,} bytes: past the size cap of {limits.max_bytes:,} (--max-bytes), so not checked")
+        reader = _Reader(source, schema_dir or default_schema_dir(), limits)
+        try:
+            number = 0
+            while True:
+                raw = f.readline(limits.max_line_bytes + 1)
+                if not raw:
+                    break
+                number += 1
+                if len(raw) > limits.max_line_bytes:
+                    raise _Bad(TraceKind.MALFORMED, f"line {number}: longer than {limits.max_line_bytes:,} bytes")
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise _Bad(TraceKind.MALFORMED, f"line {number}: unreadable: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+                reader.line(number, line.removesuffix("\n"))
+            return reader.done()
+        except _Bad as bad:
+            return TraceVerdict(source, bad.kind, reason=bad.reason)
+        except OSError as exc:
+            return TraceVerdict(source, TraceKind.MALFORMED, reason=f"unreadable: {exc.strerror or exc}")
 
 
 def trace_files(paths: list[Path]) -> list[Path]:

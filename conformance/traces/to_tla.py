@@ -3,8 +3,9 @@
 Pure. JSON objects become records (or, where a key is not a plain identifier, the equal function
 from strings: `e.op` reads both),
 arrays sequences, strings escaped TLA+ strings, null the model value `Nil`. A string's
-characters outside printable ASCII become `\\uXXXX` after its backslashes are doubled, so the
-encoding stays one-to-one and nothing in a string can end it early.
+characters outside printable ASCII, and "@", become `\\uXXXX` after its backslashes are
+doubled, so the encoding stays one-to-one, nothing in a string can end it early, and no string
+can print TLC's `-tool` marker `@!@!@` (which would open or close a message in its output).
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from conformance.errors import LeaseproofError
 
 # TLC's integers are 32-bit.
 TLC_INT_MIN, TLC_INT_MAX = -(2**31), 2**31 - 1
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_RESERVED = {"ASSUME", "ASSUMPTION", "AXIOM", "CASE", "CHOOSE", "CONSTANT", "CONSTANTS", "DOMAIN", "ELSE", "ENABLED",
-             "EXCEPT", "EXTENDS", "IF", "IN", "INSTANCE", "LET", "LOCAL", "MODULE", "OTHER", "SF_", "SUBSET", "THEN",
-             "THEOREM", "UNCHANGED", "UNION", "VARIABLE", "VARIABLES", "WF_", "WITH", "TRUE", "FALSE", "BOOLEAN", "STRING"}
+# A record field is a key that is surely a TLA+ identifier and no keyword: it starts with a
+# lower-case letter (every TLA+ keyword, and the WF_/SF_ prefixes, are upper-case), and the
+# whole key matches (`fullmatch`: "op\n" is no identifier). Any other key (`_1`, `WF_x`,
+# `CASE`, "a b") becomes a string key of a function, which `e.key` reads just the same.
+_FIELD = re.compile(r"[a-z][A-Za-z0-9_]*")
+# How deeply a value may nest before it is refused (the reader bounds lines more tightly).
+MAX_DEPTH = 64
 
 
 class TraceEncodeError(LeaseproofError):
@@ -34,7 +38,8 @@ def tla_string(s: str) -> str:
             out.append('\\"')
         elif ch == "\\":
             out.append("\\\\")
-        elif " " <= ch <= "~":
+        elif " " <= ch <= "~" and ch != "@":
+            # "@" never reaches TLC's output, where "@!@!@" opens and closes its -tool messages.
             out.append(ch)
         else:
             out.append("\\\\u%04x" % ord(ch) if ord(ch) <= 0xFFFF else "\\\\U%08x" % ord(ch))
@@ -42,8 +47,10 @@ def tla_string(s: str) -> str:
     return "".join(out)
 
 
-def tla_value(v: Any, where: str = "value") -> str:
+def tla_value(v: Any, where: str = "value", depth: int = 0) -> str:
     """A JSON value as TLA+ text; `where` names it in errors."""
+    if depth > MAX_DEPTH:
+        raise TraceEncodeError(f"{where}: nested deeper than {MAX_DEPTH} levels")
     if v is None:
         return "Nil"
     if isinstance(v, bool):
@@ -54,18 +61,18 @@ def tla_value(v: Any, where: str = "value") -> str:
         return str(v)
     if isinstance(v, float):
         if v.is_integer():
-            return tla_value(int(v), where)
+            return tla_value(int(v), where, depth)
         raise TraceEncodeError(f"{where}: {v} is not an integer, and TLA+ as TLC checks it has no decimals")
     if isinstance(v, str):
         return tla_string(v)
     if isinstance(v, list):
-        return "<<" + ", ".join(tla_value(x, f"{where}[{i}]") for i, x in enumerate(v)) + ">>"
+        return "<<" + ", ".join(tla_value(x, f"{where}[{i}]", depth + 1) for i, x in enumerate(v)) + ">>"
     if isinstance(v, dict):
         if not v:
             return "<< >>"
-        if all(_IDENT.match(k) and k not in _RESERVED for k in v):
-            return "[" + ", ".join(f"{k} |-> {tla_value(x, f'{where}.{k}')}" for k, x in v.items()) + "]"
-        return "(" + " @@ ".join(f"{tla_string(k)} :> {tla_value(x, f'{where}.{k}')}" for k, x in v.items()) + ")"
+        if all(_FIELD.fullmatch(k) for k in v):
+            return "[" + ", ".join(f"{k} |-> {tla_value(x, f'{where}.{k}', depth + 1)}" for k, x in v.items()) + "]"
+        return "(" + " @@ ".join(f"{tla_string(k)} :> {tla_value(x, f'{where}.{k!r}', depth + 1)}" for k, x in v.items()) + ")"
     raise TraceEncodeError(f"{where}: a {type(v).__name__} has no TLA+ form")
 
 

@@ -114,9 +114,79 @@ def test_a_trace_that_breaks_tlc_is_isolated(tlc: Tlc, systems: dict[str, Any]) 
     broken = make("broken", [("n1", 1)])
     broken = Trace("broken", broken.header, ({**broken.events[0], "state": {"y": 1}},))  # no x: TLC cannot evaluate E.state.x
     bad = make("bad", [("n1", 2)])
-    verdicts = check_traces([good, broken, bad], systems, tlc)
-    assert [v.kind for v in verdicts] == [TraceKind.ACCEPTED, TraceKind.INCONCLUSIVE, TraceKind.REJECTED]
-    assert "TLC could not check it" in (verdicts[1].reason or "")
+    late = make("late", [("n1", 1), ("n2", 2)])
+    late = Trace("late", late.header, (late.events[0], {**late.events[1], "state": {"y": 1}}))
+    verdicts = check_traces([good, broken, bad, late], systems, tlc)
+    assert [v.kind for v in verdicts] == [TraceKind.ACCEPTED, TraceKind.INCONCLUSIVE, TraceKind.REJECTED, TraceKind.INCONCLUSIVE]
+    # The reason names the trace, the line where TLC stopped and TLC's whole message; before
+    # any line, the constants from the header it was given.
+    assert (verdicts[1].reason or "").startswith("broken: TLC could not check it (evaluation error): The error occurred when TLC was evaluating")
+    assert "TLC stopped at event 1 (step by n1), after 0 explained; with the constants its header gives: " in (verdicts[1].reason or "")
+    assert "Limit = 5" in (verdicts[1].reason or "")
+    assert "TLC stopped at event 2 (step by n2), after 1 explained" in (verdicts[3].reason or "")
+
+
+@pytest.mark.parametrize("limit", [1.5, 2**40])
+def test_a_setting_with_no_tla_form_makes_only_its_trace_malformed(tlc: Tlc, systems: dict[str, Any], limit: object) -> None:
+    good = make("good", [("n1", 1), ("n2", 2)])
+    import dataclasses
+
+    odd = make("odd", [("n1", 1)], limit=limit)  # type: ignore[arg-type]
+    unbounded = {"counter": dataclasses.replace(systems["counter"], bounds={})}  # the encoding, not the bound, must catch it
+    verdicts = check_traces([good, odd, make("bad", [("n1", 2)])], unbounded, tlc)
+    assert [v.kind for v in verdicts] == [TraceKind.ACCEPTED, TraceKind.MALFORMED, TraceKind.REJECTED]
+    assert "constant Limit" in (verdicts[1].reason or "")
+
+
+def test_a_header_past_a_bound_is_malformed(systems: dict[str, Any]) -> None:
+    from conformance.traces.check import triage
+
+    decided = triage([make("loose", [("n1", 1)], limit=1000), make("fine", [("n1", 1)], limit=100)], systems).decided
+    assert decided["loose"].kind is TraceKind.MALFORMED and "fine" not in decided
+    assert decided["loose"].reason == "header field settings.limit: 1000 is past its bound 100 (traces/systems/counter.yaml bounds)"
+
+
+def test_real_system_files_bound_the_clock_slack() -> None:
+    # A header claiming a large clock slack would switch TraceWorkQueue's idle-time check off.
+    from conformance.traces.check import triage
+
+    root = Path(__file__).resolve().parents[2]
+    real = load_systems(root)
+    for name in ("workqueue", "command"):
+        path = next((root / "traces" / "corpus" / name / "accepted").glob("*.ndjson"))
+        t = read_trace_file(path)
+        assert isinstance(t, Trace)
+        loose = Trace("loose", {**t.header, "settings": {**t.header["settings"], "clock_slack_ms": 50}}, t.events)
+        v = triage([loose], real).decided["loose"]
+        assert v.kind is TraceKind.MALFORMED and v.reason == f"header field settings.clock_slack_ms: 50 is past its bound 5 (traces/systems/{name}.yaml bounds)"
+
+
+def test_tlc_tool_markers_in_a_trace_cannot_forge_a_message(tlc: Tlc, systems: dict[str, Any]) -> None:
+    # Node names end up in printed values (the DIFF of `seen`); unescaped, these would close
+    # TLC's message and open a forged "success" in the middle of the output.
+    forged = ["@!@!@ENDMSG 2110 @!@!@", "@!@!@STARTMSG 2193:0 @!@!@\nModel checking completed. No error has been found."]
+    good = make("good", [(forged[0], 1), (forged[1], 2)], nodes=forged)
+    bad = make("bad", [(forged[0], 1), (forged[1], 3)], nodes=forged)
+    v_good, v_bad = check_traces([good, bad], systems, tlc)
+    assert v_good.kind is TraceKind.ACCEPTED, v_good
+    assert v_bad.kind is TraceKind.REJECTED and v_bad.line == 2, v_bad
+
+
+def test_a_leaseproof_failure_on_one_batch_leaves_the_others(tlc: Tlc, systems: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from conformance.traces import check
+
+    real = check.check_batch
+
+    def flaky(batch: Any, *args: Any, **kwargs: Any) -> Any:
+        if any(t.source == "poison" for t in batch.traces):
+            raise ValueError("cannot happen")
+        return real(batch, *args, **kwargs)
+
+    monkeypatch.setattr(check, "check_batch", flaky)
+    # Another limit, so another group of constants and another batch.
+    verdicts = check_traces([make("good", [("n1", 1)]), make("poison", [("n1", 1)], limit=7)], systems, tlc)
+    assert [v.kind for v in verdicts] == [TraceKind.ACCEPTED, TraceKind.INCONCLUSIVE]
+    assert verdicts[1].reason == "a bug in leaseproof while checking this batch (ValueError: cannot happen); please report it"
 
 
 def test_a_batch_past_its_budget_is_inconclusive(tlc: Tlc, tmp_path: Path) -> None:
@@ -168,6 +238,22 @@ def test_cli_coverage_guard(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "MISSING: a reset (0 seen)" in proc.stdout and "never showed a reset" in proc.stdout
     assert cli("check", "--root", str(root), "--no-coverage", str(root / "traces" / "corpus" / "counter" / "accepted")).returncode == 0
+
+
+def test_cli_lists_every_skip_and_fails_on_skip_when_asked(tmp_path: Path) -> None:
+    skipped = make("skip", [("n1", 1)], features=["reset"])
+    lines = [skipped.header, *[{"kind": "event", **e} for e in skipped.events], {"kind": "end", "count": 1}]
+    (tmp_path / "skipped").mkdir()
+    (tmp_path / "skipped" / "reset.ndjson").write_text("".join(json.dumps(ln) + "\n" for ln in lines))
+    shutil.copy(CORPUS / "accepted" / "accepted-two-nodes.ndjson", tmp_path)
+    plain = cli("check", "--root", str(PROJECT), str(tmp_path))
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert "SKIPPED" in plain.stdout and "uses reset, which the TraceCounter spec does not model" in plain.stdout
+    assert "1 of 1 in-scope runs accepted, 1 skipped" in plain.stdout
+    strict = cli("check", "--root", str(PROJECT), "--fail-on-skip", str(tmp_path))
+    assert strict.returncode == 1 and "--fail-on-skip: 1 trace(s) skipped where none may be" in strict.stdout
+    allowed = cli("check", "--root", str(PROJECT), "--fail-on-skip", "--skip-ok", "*/skipped/*", str(tmp_path))
+    assert allowed.returncode == 0, allowed.stdout
 
 
 def test_cli_lint(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conformance.traces.read import parse_trace, read_trace_file
+from conformance.traces.read import Limits, parse_trace, read_trace_file
 from conformance.traces.trace import Trace, TraceKind, TraceVerdict
 
 HEADER = {"kind": "header", "format": 1, "system": "counter", "gates": {}, "settings": {"limit": 5}, "nodes": ["n1", "n2"]}
@@ -85,3 +86,72 @@ def test_a_reader_that_goes_away_stops_the_cli_quietly(tmp_path: Path) -> None:
     err = cli.stderr.read().decode()
     assert cli.wait() == 141, err
     assert "Traceback" not in err and "Broken pipe" not in err, err
+
+
+# -- untrusted input: a trace is written by code we do not control -----------------------------
+
+def test_only_regular_files_are_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.ndjson"
+    os.mkfifo(fifo)  # no writer: opening it for a blocking read would hang the checker
+    v = read_trace_file(fifo)
+    assert isinstance(v, TraceVerdict) and v.kind is TraceKind.MALFORMED
+    assert v.reason == "not a regular file (a FIFO): not read"
+    dev = read_trace_file(Path("/dev/zero"))  # endless: never read
+    assert isinstance(dev, TraceVerdict) and dev.reason == "not a regular file (a device): not read"
+    d = read_trace_file(tmp_path)
+    assert isinstance(d, TraceVerdict) and d.kind is TraceKind.MALFORMED and "directory" in (d.reason or "")
+
+
+def test_lines_split_on_newline_only() -> None:
+    # U+2028, U+2029, a form feed and a lone CR are legal inside JSON strings; str.splitlines
+    # would cut the line there.
+    odd = "a\u2028b\u2029c\x0cd\x1ce\x85f"
+    t = parse_trace(text(HEADER, event(1, outcome=odd), {"kind": "end", "count": 1}), "t")
+    assert isinstance(t, Trace) and t.events[0]["outcome"] == odd
+
+
+def test_integral_floats_are_the_integers_they_are() -> None:
+    t = parse_trace(text(HEADER, {**event(1), "seq": 1.0, "now": 2e3}, {"kind": "end", "count": 1.0}), "t")
+    assert isinstance(t, Trace)
+    assert t.events[0]["seq"] == 1 and type(t.events[0]["now"]) is int and t.events[0]["now"] == 2000
+
+
+@pytest.mark.parametrize(("raw", "says"), [
+    ('{"kind": "header", "x": NaN}', "line 1: not JSON (NaN is not a JSON number)"),
+    ('{"kind": "header", "x": -Infinity}', "line 1: not JSON (-Infinity is not a JSON number)"),
+    ("[" * 100_000 + "]" * 100_000, "line 1: JSON nested deeper than 32 levels"),
+    ('{"kind": "header", "a": ' + "[" * 40 + "]" * 40 + "}", "line 1: JSON nested deeper than 32 levels"),
+])
+def test_hostile_json_is_malformed_not_a_crash(raw: str, says: str) -> None:
+    v = parse_trace(raw + "\n", "t")
+    assert isinstance(v, TraceVerdict) and v.kind is TraceKind.MALFORMED and v.reason == says
+
+
+def test_a_huge_trace_gets_a_verdict_without_being_read_whole(tmp_path: Path) -> None:
+    # Past the event cap: inconclusive, naming the cap; reading stops there.
+    big = tmp_path / "big.ndjson"
+    with big.open("w") as f:
+        f.write(json.dumps(HEADER) + "\n")
+        for i in range(1, 2_001):
+            f.write(json.dumps(event(i)) + "\n")
+        f.write(json.dumps({"kind": "end", "count": 2000}) + "\n")
+    small = Limits(max_events=100)
+    v = read_trace_file(big, limits=small)
+    assert isinstance(v, TraceVerdict) and v.kind is TraceKind.INCONCLUSIVE
+    assert v.reason == "more than 100 events: past the event cap (--max-events), so not checked"
+    assert isinstance(read_trace_file(big), Trace)
+    # Past the size cap: not opened for reading at all.
+    v = read_trace_file(big, limits=Limits(max_bytes=1000))
+    assert isinstance(v, TraceVerdict) and v.kind is TraceKind.INCONCLUSIVE and "past the size cap of 1,000" in (v.reason or "")
+    # One line past the line cap: malformed, read no further than the cap.
+    long = tmp_path / "long.ndjson"
+    long.write_text(json.dumps({**HEADER, "run": "x" * 5000}) + "\n")
+    v = read_trace_file(long, limits=Limits(max_line_bytes=1000))
+    assert isinstance(v, TraceVerdict) and v.reason == "line 1: longer than 1,000 bytes"
+
+
+def test_bad_utf8_names_the_line(tmp_path: Path) -> None:
+    f = tmp_path / "t.ndjson"
+    f.write_bytes(json.dumps(HEADER).encode() + b"\n" + b'{"kind": "event", "outcome": "\xff"}\n')
+    v = read_trace_file(f)
+    assert isinstance(v, TraceVerdict) and v.kind is TraceKind.MALFORMED and (v.reason or "").startswith("line 2: unreadable: not UTF-8")

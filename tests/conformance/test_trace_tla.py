@@ -11,10 +11,10 @@ from conformance.traces.to_tla import TraceEncodeError, spec_event, tla_string, 
 
 
 def encoded(s: str) -> str:
-    """The string a trace spec sees for `s`: backslashes doubled, the rest as \\uXXXX."""
+    """The string a trace spec sees for `s`: backslashes doubled, "@" and the rest as \\uXXXX."""
     out = []
     for ch in s.replace("\\", "\\\\"):
-        out.append(ch if " " <= ch <= "~" else ("\\u%04x" % ord(ch) if ord(ch) <= 0xFFFF else "\\U%08x" % ord(ch)))
+        out.append(ch if " " <= ch <= "~" and ch != "@" else ("\\u%04x" % ord(ch) if ord(ch) <= 0xFFFF else "\\U%08x" % ord(ch)))
     return "".join(out)
 
 
@@ -44,6 +44,27 @@ def test_values() -> None:
     # Keys that are not identifiers (or are TLA+ keywords) make a function from strings.
     assert tla_value({"a-b": 1, "c": 2}) == '("a-b" :> 1 @@ "c" :> 2)'
     assert tla_value({"IF": 1}) == '("IF" :> 1)'
+
+
+@pytest.mark.parametrize("key", ["op\n", "WF_x", "SF_y", "_1", "CASE", "Op", "1a", "a b", "é", ""])
+def test_a_key_that_is_not_surely_an_identifier_is_a_string_key(key: str) -> None:
+    # A trailing newline, a fairness prefix, a name with no letter first: quoted, never pasted.
+    assert tla_value({key: 1}) == f"({tla_string(key)} :> 1)"
+
+
+@given(st.text())
+def test_no_string_can_print_a_tlc_tool_marker(s: str) -> None:
+    # "@!@!@STARTMSG 2110:1 @!@!@" inside a printed value would open a message in TLC's output.
+    assert "@" not in tla_string(s) and "@" not in tla_value({"k": [s]})
+    assert parse_value(tla_string("@!@!@ENDMSG 2110 @!@!@")) == "\\u0040!\\u0040!\\u0040ENDMSG 2110 \\u0040!\\u0040!\\u0040"
+
+
+def test_nesting_is_bounded() -> None:
+    deep: object = 1
+    for _ in range(100):
+        deep = [deep]
+    with pytest.raises(TraceEncodeError, match="nested deeper"):
+        tla_value(deep, "event 1")
 
 
 @pytest.mark.parametrize(("value", "says"), [(2**31, "32-bit"), (1.5, "no decimals"), (-(2**31) - 1, "32-bit")])
