@@ -155,3 +155,18 @@ def test_bad_utf8_names_the_line(tmp_path: Path) -> None:
     f.write_bytes(json.dumps(HEADER).encode() + b"\n" + b'{"kind": "event", "outcome": "\xff"}\n')
     v = read_trace_file(f)
     assert isinstance(v, TraceVerdict) and v.kind is TraceKind.MALFORMED and (v.reason or "").startswith("line 2: unreadable: not UTF-8")
+
+
+def test_a_50_mb_trace_gets_a_clear_verdict(tmp_path: Path) -> None:
+    # Default limits: the reader stops at the event cap instead of holding 50 MB of events.
+    big = tmp_path / "big.ndjson"
+    pad = "p" * 200
+    with big.open("w") as f:
+        f.write(json.dumps(HEADER) + "\n")
+        for i in range(1, 200_001):
+            f.write(json.dumps(event(i, outcome=pad)) + "\n")
+        f.write(json.dumps({"kind": "end", "count": 200_000}) + "\n")
+    assert big.stat().st_size > 50 * 10**6
+    v = read_trace_file(big)
+    assert isinstance(v, TraceVerdict) and v.kind is TraceKind.INCONCLUSIVE
+    assert v.reason == "more than 50,000 events: past the event cap (--max-events), so not checked"
