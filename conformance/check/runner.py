@@ -91,6 +91,16 @@ def run_once(
     return verdict, raw
 
 
+def workers_for(model: Model, workers: int | None = None) -> int:
+    """How many TLC workers check `model`: one when it checks a temporal property, whatever its
+    file or the command line says, because TLC 2.15 can miss a liveness violation with more
+    (tlaplus/tlaplus issue 971, fixed only in 2024; the maintainers' advice is `-workers 1`);
+    else its file's count, the caller's, or every core."""
+    if model.properties:
+        return 1
+    return model.workers or workers or default_workers()
+
+
 def check_model(
     model: Model,
     tlc: Tlc,
@@ -99,7 +109,7 @@ def check_model(
     keep_dir: Path | None = None,
 ) -> Verdict:
     """Check `model` and return its verdict, naming a violated temporal property."""
-    n = model.workers or workers or default_workers()
+    n = workers_for(model, workers)
     verdict, _ = run_once(model, tlc, n, on_line=on_line, keep_dir=keep_dir)
     if verdict.kind is Kind.VIOLATED and verdict.property_kind is PropertyKind.TEMPORAL:
         if len(model.properties) == 1:

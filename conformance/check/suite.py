@@ -1,7 +1,7 @@
 """Checking many models, several at a time, so that the suite uses every core.
 
 With `jobs` models in flight, each TLC run gets `cores // jobs` workers (at least one), unless
-its model file fixes `workers`. Short models are dominated by JVM start-up, so running two at
+its model file fixes `workers`, or it checks a temporal property (one worker: `workers_for`). Short models are dominated by JVM start-up, so running two at
 once with one worker each beats running them one after the other with two.
 """
 
@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from conformance.check.compare import Outcome, outcome
-from conformance.check.runner import Tlc, check_model, default_workers
+from conformance.check.runner import Tlc, check_model, default_workers, workers_for
 from conformance.models.model import Model
 
 _PROGRESS = re.compile(r"^Progress\(\d+\) at .*?: [\d,]+ states generated .*?, ([\d,]+) distinct states found")
@@ -51,7 +51,7 @@ def run_suite(
             if found is not None and on_progress is not None:
                 on_progress(model, found)
 
-        result = outcome(model, check_model(model, tlc, per_run, on_line=line, keep_dir=keep_dir))
+        result = outcome(model, check_model(model, tlc, per_run, on_line=line, keep_dir=keep_dir), workers_for(model, per_run))
         if on_done is not None:
             on_done(result)
         return result

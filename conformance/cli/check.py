@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from conformance.check.compare import Outcome
-from conformance.check.runner import Tlc, default_workers, invocation
+from conformance.check.runner import Tlc, default_workers, invocation, workers_for
 from conformance.check.suite import run_suite
 from conformance.errors import LeaseproofError
 from conformance.models.discover import select
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
             rendered = render_model(m)
             print(f"# {m.name} ({m.path}): in a fresh directory holding {m.module_path.parent}/*.tla and {rendered.cfg_name}")
             print(rendered.cfg.rstrip())
-            print(shell_line(tlc_command(invocation(m, rendered, tlc, m.workers or workers))))
+            print(shell_line(tlc_command(invocation(m, rendered, tlc, workers_for(m, workers)))))
         return 0
 
     console = Console(stderr=args.json)

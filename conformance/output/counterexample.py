@@ -53,13 +53,16 @@ class State:
 class Counterexample:
     """The behaviour TLC printed: its states, and how a liveness counterexample ends.
 
-    `back_to` is the 1-based index of the state a lasso loops back to; `stutters` is true when
-    the behaviour ends by stuttering forever.
+    `back_to` is the 1-based index of the state a lasso loops back to, and `back_action` (with
+    `back_location`) the action that closes the loop, from the last state back to that one;
+    `stutters` is true when the behaviour ends by stuttering forever.
     """
 
     states: tuple[State, ...]
     back_to: int | None = None
     stutters: bool = False
+    back_action: str | None = None
+    back_location: Location | None = None
 
     def __len__(self) -> int:
         return len(self.states)
@@ -95,9 +98,13 @@ def parse_state(body: str) -> State:
     return State(int(m.group("index")), action, loc, parse_variables(rest))
 
 
-def parse_back_to(body: str) -> int:
-    """The state index a lasso goes back to (message 2122: `1: Back to state: <...>`)."""
+def parse_back_to(body: str) -> tuple[int, str | None, Location | None]:
+    """The state index a lasso goes back to, and the action (and its location) that goes back
+    (message 2122: `1: Back to state: <Next line 7, col 9 to ... of module Spinner>`)."""
     m = _HEADER.match(body.strip().splitlines()[0])
     if not m:
         raise ValueError(f"not a back-to-state message: {body!r}")
-    return int(m.group("index"))
+    if m.group("back_label") is None:
+        return int(m.group("index")), None, None
+    action, loc = _parse_label(m.group("back_label"))
+    return int(m.group("index")), action, loc

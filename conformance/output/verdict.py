@@ -144,18 +144,18 @@ def read_version(messages: list[Message]) -> str | None:
 def read_counterexample(messages: list[Message]) -> Counterexample | None:
     """The behaviour TLC printed after a violation, if it printed one."""
     states = []
-    back_to = None
+    back_to = back_action = back_location = None
     stutters = False
     for m in walk(messages):
         if m.code == Code.STATE:
             states.append(parse_state(m.body))
         elif m.code == Code.BACK_TO_STATE:
-            back_to = parse_back_to(m.body)
+            back_to, back_action, back_location = parse_back_to(m.body)
         elif m.code == Code.STUTTERING:
             stutters = True
     if not states:
         return None
-    return Counterexample(tuple(states), back_to, stutters)
+    return Counterexample(tuple(states), back_to, stutters, back_action, back_location)
 
 
 def _initial_state_counterexample(body: str) -> Counterexample:

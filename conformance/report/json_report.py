@@ -25,6 +25,8 @@ def counterexample_json(cx: Counterexample | None) -> dict[str, Any] | None:
             for s in cx.states
         ],
         "back_to": cx.back_to,
+        "back_action": cx.back_action,
+        "back_location": str(cx.back_location) if cx.back_location else None,
         "stutters": cx.stutters,
     }
 
@@ -59,6 +61,8 @@ def outcomes_json(outcomes: list[Outcome]) -> dict[str, Any]:
                 "actual": actual_label(o.verdict),
                 "result": "PASS" if o.passed else "FAIL",
                 "mismatches": list(o.mismatches),
+                "workers": o.workers,
+                "one_worker_for_temporal": bool(o.model.properties),
                 "verdict": verdict_json(o.verdict),
             }
             for o in outcomes

@@ -14,18 +14,28 @@ def _num(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
+def workers_label(o: Outcome) -> str:
+    """The TLC workers that checked a model; `1 (temporal)` where one was forced because it
+    checks a temporal property (TLC 2.15 can miss a liveness violation with more)."""
+    if o.workers is None:
+        return "-"
+    forced = o.model.properties and (o.model.workers or 0) != 1
+    return f"{o.workers} (temporal)" if forced else str(o.workers)
+
+
 def outcomes_table(outcomes: list[Outcome]) -> Table:
     """The summary table: model, expected, actual, distinct states, depth, seconds, result."""
     table = Table(title="leaseproof check", header_style="bold")
     for col, justify in (("model", "left"), ("expected", "left"), ("actual", "left"), ("distinct", "right"),
-                         ("depth", "right"), ("length", "right"), ("seconds", "right"), ("result", "center")):
+                         ("depth", "right"), ("length", "right"), ("workers", "right"), ("seconds", "right"),
+                         ("result", "center")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for o in outcomes:
         v = o.verdict
         length = str(len(v.counterexample)) if v.counterexample else "-"
         result = "[green]PASS[/]" if o.passed else "[bold red]FAIL[/]"
         table.add_row(o.model.name, o.model.expect.describe(), actual_label(v), _num(v.stats.distinct_states),
-                      _num(v.stats.depth), length, f"{v.stats.seconds:.1f}", result)
+                      _num(v.stats.depth), length, workers_label(o), f"{v.stats.seconds:.1f}", result)
     return table
 
 
@@ -44,7 +54,9 @@ def counterexample_lines(cx: Counterexample, max_width: int = 160) -> list[str]:
                 lines.append(f"       {name} = {text}")
         previous = s.variables
     if cx.back_to is not None:
-        lines.append(f"  back to state {cx.back_to} (a loop)")
+        by = f" by {cx.back_action}" if cx.back_action else ""
+        where = f" ({cx.back_location})" if cx.back_location else ""
+        lines.append(f"  back to state {cx.back_to}{by}{where} (a loop)")
     if cx.stutters:
         lines.append("  then stutters forever")
     return lines

@@ -75,6 +75,10 @@ def test_json_carries_the_counterexample_and_figures(run: Any) -> None:
     assert inv["counterexample"]["states"][1]["action"] == "Step"
     ok = next(m for m in report["models"] if m["name"] == "passing")["verdict"]
     assert (ok["distinct_states"], ok["depth"], ok["tlc_version"]) == (13, 4, "2.15")
+    lasso = next(m for m in report["models"] if m["name"] == "lasso")
+    assert lasso["verdict"]["counterexample"]["back_action"] is not None  # the loop's closing action
+    workers = {m["name"]: (m["workers"], m["one_worker_for_temporal"]) for m in report["models"]}
+    assert workers["temporal"] == (1, True) and workers["invariant"] == (1, False)
 
 
 @pytest.mark.tlc
@@ -132,3 +136,5 @@ def test_dry_run_prints_the_tlc_command() -> None:
     proc = leaseproof("check", "--root", str(PROJECT), "--dry-run", "deadlock")
     assert proc.returncode == 0, proc.stderr
     assert "tlc2.TLC -tool -workers" in proc.stdout and "-config deadlock.cfg" in proc.stdout and "Stuck.tla" in proc.stdout
+    temporal = leaseproof("check", "--root", str(PROJECT), "--dry-run", "--workers", "2", "temporal")
+    assert "-workers 1 " in temporal.stdout, temporal.stdout  # a temporal property: one worker, whatever -w says

@@ -37,6 +37,27 @@ def test_pinned_length_and_states() -> None:
     assert mismatches(Expect("ok", distinct_states=996207), ok(177590)) == ("expected 996,207 distinct states, got 177,590",)
 
 
+def test_a_pinned_count_on_a_violated_model_is_compared() -> None:
+    # It used to be read only on ok models: a pin on a calibration could never fail.
+    assert mismatches(Expect("violated", "P", distinct_states=10), violated("P")) == ()
+    assert mismatches(Expect("violated", "P", distinct_states=11), violated("P")) == ("expected 11 distinct states, got 10",)
+
+
+def test_a_model_with_a_temporal_property_gets_one_worker() -> None:
+    import dataclasses
+    from pathlib import Path
+
+    from conformance.check.runner import workers_for
+    from conformance.models.model import load_model
+
+    project = Path(__file__).parent.parent / "fixtures" / "project"
+    temporal = load_model(project / "models" / "temporal.yaml", (project / "tla",))
+    assert workers_for(temporal, 4) == 1
+    assert workers_for(dataclasses.replace(temporal, workers=2), 4) == 1  # whatever its file says
+    safety = dataclasses.replace(temporal, properties=())
+    assert workers_for(safety, 4) == 4 and workers_for(dataclasses.replace(safety, workers=2), 4) == 2
+
+
 def test_errors_and_timeouts_never_match() -> None:
     err = Verdict(Kind.ERROR, Stats(), error_kind=ErrorKind.PARSE, message="Encountered x")
     timeout = Verdict(Kind.TIMEOUT, Stats(seconds=300.0), message="stopped after 300 s")

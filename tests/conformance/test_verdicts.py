@@ -104,6 +104,20 @@ def test_liveness_counterexamples_say_how_they_end() -> None:
     assert stutter is not None and stutter.stutters and stutter.back_to is None
     assert lasso is not None and lasso.back_to == 1 and not lasso.stutters
     assert [s.variables["on"] for s in lasso.states] == [False, True]
+    # The loop's closing action (from the last state back to state 1) is kept, with where it is.
+    assert lasso.back_action == "Next" and str(lasso.back_location) == "Spinner.tla:7:9"
+    assert stutter.back_action is None
+
+
+def test_the_lasso_closing_action_is_in_the_table_and_the_json() -> None:
+    from conformance.report.json_report import counterexample_json
+    from conformance.report.table import counterexample_lines
+
+    lasso = saved("lasso").counterexample
+    assert lasso is not None
+    assert counterexample_lines(lasso)[-1] == "  back to state 1 by Next (Spinner.tla:7:9) (a loop)"
+    js = counterexample_json(lasso)
+    assert js is not None and js["back_to"] == 1 and js["back_action"] == "Next" and js["back_location"] == "Spinner.tla:7:9"
 
 
 def test_a_crash_with_no_verdict_is_an_error() -> None:
