@@ -17,13 +17,14 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from conformance.check.compare import Outcome
 from conformance.check.runner import Tlc, default_workers, invocation, workers_for
 from conformance.check.suite import run_suite
+from conformance.check.witness import unwitnessed, witnesses
 from conformance.errors import LeaseproofError
 from conformance.models.discover import select
 from conformance.models.model import Model, load_model
 from conformance.models.render import render_model
 from conformance.report.json_report import outcomes_json
 from conformance.report.junit import junit_xml
-from conformance.report.table import print_report
+from conformance.report.table import print_report, witness_table
 from conformance.tlc.command import shell_line, tlc_command
 
 
@@ -40,6 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("-w", "--workers", type=int, default=None, help="TLC workers per model (default: cores / jobs)")
     p.add_argument("--keep", type=Path, metavar="DIR", help="keep each model's cfg and raw TLC output in DIR")
     p.add_argument("-n", "--dry-run", action="store_true", help="print the TLC command lines and cfgs, run nothing")
+    p.add_argument("--strict", action="store_true",
+                   help="a claimed property that no calibration of this run violated (unwitnessed) is a mismatch")
     p.set_defaults(func=run)
 
 
@@ -102,12 +105,24 @@ def run(args: argparse.Namespace) -> int:
         outcomes = run_suite(models, tlc, jobs=jobs, workers=args.workers, on_start=started, on_done=done,
                               keep_dir=args.keep, on_progress=advanced)
 
+    ws = witnesses(outcomes)
+    missing = unwitnessed(ws)
+    passed = all(o.passed for o in outcomes) and not (args.strict and missing)
     if args.junit:
         args.junit.parent.mkdir(parents=True, exist_ok=True)
         args.junit.write_text(junit_xml(outcomes), encoding="utf-8")
     if args.json:
-        json.dump(outcomes_json(outcomes), sys.stdout, indent=2)
+        json.dump(outcomes_json(outcomes, ws, passed), sys.stdout, indent=2)
         print()
     else:
         print_report(console, outcomes)
-    return 0 if all(o.passed for o in outcomes) else 1
+        console.print(witness_table(ws))
+        if missing:
+            names = ", ".join(f"{w.module} {w.property}" for w in missing)
+            colour = "red" if args.strict else "yellow"
+            console.print(f"[{colour}]{len(missing)} of {len(ws)} claimed properties unwitnessed "
+                          f"(no calibration in this run violated them){' (a mismatch under --strict)' if args.strict else ''}: "
+                          f"{names}[/]", highlight=False)
+        else:
+            console.print(f"[green]every one of the {len(ws)} claimed properties is witnessed by a calibration[/]")
+    return 0 if passed else 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.check.compare import Outcome, actual_label
+from conformance.check.witness import Witness
 from conformance.output.counterexample import Counterexample
 from conformance.output.values import to_json
 from conformance.output.verdict import Verdict
@@ -49,10 +50,17 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
     }
 
 
-def outcomes_json(outcomes: list[Outcome]) -> dict[str, Any]:
-    """The whole run: one entry per model and the totals."""
+def witnesses_json(ws: list[Witness]) -> list[dict[str, Any]]:
+    """Per claimed property, the models that claim it and the calibrations that witness it."""
+    return [{"module": w.module, "property": w.property, "claimed_by": list(w.claimed_by), "witnesses": list(w.witnesses),
+             "failed_witnesses": list(w.failed_witnesses), "witnessed": w.witnessed} for w in ws]
+
+
+def outcomes_json(outcomes: list[Outcome], ws: list[Witness] | None = None, passed: bool | None = None) -> dict[str, Any]:
+    """The whole run: one entry per model, the property witnesses, and the totals."""
     return {
-        "passed": all(o.passed for o in outcomes),
+        "passed": all(o.passed for o in outcomes) if passed is None else passed,
+        "witnesses": witnesses_json(ws or []),
         "models": [
             {
                 "name": o.model.name,

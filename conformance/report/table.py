@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from conformance.check.compare import Outcome, actual_label
+from conformance.check.witness import Witness
 from conformance.output.counterexample import Counterexample
 from conformance.output.values import format_value
 
@@ -36,6 +37,20 @@ def outcomes_table(outcomes: list[Outcome]) -> Table:
         result = "[green]PASS[/]" if o.passed else "[bold red]FAIL[/]"
         table.add_row(o.model.name, o.model.expect.describe(), actual_label(v), _num(v.stats.distinct_states),
                       _num(v.stats.depth), length, workers_label(o), f"{v.stats.seconds:.1f}", result)
+    return table
+
+
+def witness_table(ws: list[Witness]) -> Table:
+    """Per claimed property: the models that claim it, and the calibration that proves it can fail."""
+    table = Table(title="property witnesses", header_style="bold")
+    for col in ("module", "property", "claimed by", "witnessed by"):
+        table.add_column(col)
+    for w in ws:
+        shown = ", ".join(w.witnesses) if w.witnessed else "[bold red]UNWITNESSED[/]"
+        if w.failed_witnesses:
+            shown += f" [red](did not fail as expected: {', '.join(w.failed_witnesses)})[/]"
+        claimed = ", ".join(w.claimed_by[:3]) + (f" +{len(w.claimed_by) - 3}" if len(w.claimed_by) > 3 else "")
+        table.add_row(w.module, w.property, claimed, shown)
     return table
 
 
