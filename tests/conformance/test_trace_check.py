@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -288,3 +289,25 @@ def test_the_corpus_is_required_only_for_the_systems_checked(monkeypatch: pytest
     missing = selftest.check_corpus(PROJECT, {**systems, "billing": systems["counter"]}, tlc=None, only={"billing"})  # type: ignore[arg-type]
     assert missing.problems == ["billing: no known-good trace in traces/corpus/billing/accepted/",
                                 "billing: no known-bad trace in traces/corpus/billing/rejected/"]
+
+
+def test_cli_gives_each_hostile_file_its_own_verdict(tmp_path: Path) -> None:
+    # One directory of inputs a user's recorder (or an attacker) might leave: each gets its own
+    # verdict, the good trace is still checked and accepted, and nothing prints a traceback.
+    good = CORPUS / "accepted" / "accepted-two-nodes.ndjson"
+    shutil.copy(good, tmp_path / "good.ndjson")
+    head, *rest = good.read_text().splitlines()
+    os.mkfifo(tmp_path / "fifo.ndjson")
+    (tmp_path / "nan.ndjson").write_text(head.replace('"limit": 5', '"limit": NaN') + "\n" + "\n".join(rest) + "\n")
+    (tmp_path / "deep.ndjson").write_text("[" * 50_000 + "]" * 50_000 + "\n")
+    (tmp_path / "float.ndjson").write_text(head.replace('"limit": 5', '"limit": 5.5') + "\n" + "\n".join(rest) + "\n")
+    (tmp_path / "feature.ndjson").write_text(head.replace('"nodes"', '"features": ["teleport"], "nodes"') + "\n" + "\n".join(rest) + "\n")
+    proc = cli("check", "--root", str(PROJECT), str(tmp_path))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    lines = {Path(ln.split()[1].rstrip(":")).name: ln for ln in proc.stdout.splitlines() if ln.split() and ln.split()[0].isupper()}
+    assert lines["fifo.ndjson"].startswith("MALFORMED") and "a FIFO" in lines["fifo.ndjson"]
+    assert lines["nan.ndjson"].startswith("MALFORMED") and "NaN is not a JSON number" in lines["nan.ndjson"]
+    assert lines["deep.ndjson"].startswith("MALFORMED") and "nested deeper" in lines["deep.ndjson"]
+    assert lines["float.ndjson"].startswith("MALFORMED") and "5.5 is not an integer" in lines["float.ndjson"]
+    assert lines["feature.ndjson"].startswith("MALFORMED") and "'teleport' unknown" in lines["feature.ndjson"]
+    assert "1 of 1 in-scope runs accepted, 0 skipped, 5 malformed" in proc.stdout
