@@ -22,6 +22,10 @@ redis_url="${LEASEPROOF_REDIS_URL:-redis://127.0.0.1:6379/0}"
 lp() { "$python" -m conformance.cli "$@"; }
 
 step() { printf '== %s\n' "$*" >&2; }
+# A step that fails (a failing test, a run that exits non-zero) is reported, and the others
+# still record; the script exits non-zero at the end, naming every step that failed.
+failed=()
+try() { local what="$1"; shift; if ! "$@"; then echo "record_traces.sh: FAILED: $what" >&2; failed+=("$what"); fi; }
 absent() {
   if [ "${CI:-}" = "true" ]; then echo "record_traces.sh: $1 is not reachable and CI=true" >&2; exit 1; fi
   echo "record_traces.sh: $1 is not reachable; skipping its workload" >&2
@@ -43,21 +47,21 @@ rm -rf "$out"/engine-* "$out"/workqueue-* "$out"/command-* "$out"/tests "$gates_
 mkdir -p "$out" "$gates_off"
 
 step "integration tests, recording into $out/tests"
-(cd "$root" && LEASEPROOF_TRACE_DIR="$out/tests" "$python" -m pytest -q -p no:cacheprovider tests/engine tests/workqueue >&2)
+try "the integration tests" env -C "$root" LEASEPROOF_TRACE_DIR="$out/tests" "$python" -m pytest -q -p no:cacheprovider tests/engine tests/workqueue >&2
 for d in "$out"/tests/*-gates-off; do
   [ -d "$d" ] && mv "$d" "$gates_off/"
 done
 
 step "engine: seeded simulations"
-lp engine sim --seeds 20 --workflows 8 --trace-dir "$out/engine-sim"
-lp engine sim --seeds 20 --first-seed 100 --workflows 8 --crash-rate 0.01 --pause-rate 0.02 --trace-dir "$out/engine-sim-faults"
+try "engine sim" lp engine sim --seeds 20 --workflows 8 --trace-dir "$out/engine-sim"
+try "engine sim with faults" lp engine sim --seeds 20 --first-seed 100 --workflows 8 --crash-rate 0.01 --pause-rate 0.02 --trace-dir "$out/engine-sim-faults"
 
 step "engine: 2 node processes on SQLite"
-lp engine run --nodes 2 --workflows 200 --store "sqlite:///$out/engine.sqlite3" --trace-dir "$out/engine-sqlite"
+try "engine run on SQLite" lp engine run --nodes 2 --workflows 200 --store "sqlite:///$out/engine.sqlite3" --trace-dir "$out/engine-sqlite"
 
 if reachable "$mysql_url"; then
   step "engine: 2 node processes on MariaDB"
-  lp engine run --nodes 2 --workflows 200 --store "$mysql_url" --trace-dir "$out/engine-mysql"
+  try "engine run on MariaDB" lp engine run --nodes 2 --workflows 200 --store "$mysql_url" --trace-dir "$out/engine-mysql"
 else
   absent "MySQL at $mysql_url"
 fi
@@ -72,12 +76,12 @@ if lp engine run --nodes 2 --workflows 100 --store "sqlite:///$gates_off/engine-
 fi
 
 step "work queue and command layer: seeded simulations"
-lp workqueue sim --system workqueue --seeds 20 --trace-dir "$out/workqueue-sim"
-lp workqueue sim --system command --seeds 20 --trace-dir "$out/command-sim"
+try "workqueue sim" lp workqueue sim --system workqueue --seeds 20 --trace-dir "$out/workqueue-sim"
+try "command sim" lp workqueue sim --system command --seeds 20 --trace-dir "$out/command-sim"
 
 if reachable "$redis_url"; then
   step "command layer: 2 consumer processes on Redis"
-  lp workqueue run --consumers 2 --commands 50 --redis "$redis_url" --trace-dir "$out/command-redis"
+  try "command run on Redis" lp workqueue run --consumers 2 --commands 50 --redis "$redis_url" --trace-dir "$out/command-redis"
 else
   absent "Redis at $redis_url"
 fi
@@ -85,3 +89,7 @@ fi
 n=$(find "$out" -name '*.ndjson' | wc -l)
 m=$(find "$gates_off" -name '*.ndjson' | wc -l)
 echo "recorded $n traces in $out, and $m with a gate off in $gates_off"
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "record_traces.sh: ${#failed[@]} step(s) failed: ${failed[*]}" >&2
+  exit 1
+fi
