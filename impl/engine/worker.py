@@ -14,6 +14,12 @@ The reference's `renewLease` fails there and the run goes on unrenewed, so a han
 outlives its lease then overlaps a fetch on another node. With `Gates.renew_adopts_rerun`
 (this engine's default) the run renews at the row's new version and remembers that a rerun is
 owed; instead of removing the row, it runs again at once.
+
+After every store step on a held lease the worker reads its clock: at or past the held
+`run_after`, the lease lapsed under it (a pause, a stall, a slow commit) and the node counts a
+`lapse` (`faults.py`), which the trace header carries so that `tla/TraceEngine.tla` may let that
+lease lapse. The store logs the held `run_after` (`held_run_after`) on every finishing write and
+renewal: it is what tells a rerun from a lost lease.
 """
 
 from __future__ import annotations
@@ -35,6 +41,16 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+def _lapsed(node: Node, held: Task) -> None:
+    """After a store step on `held`'s lease: count a lapse if the clock has reached its end.
+
+    Read after the step, so a step that committed in time but returned late counts too: the
+    count may be high, never low, which is the side a budget may err on.
+    """
+    if node.clock.now_ms() >= held.run_after:
+        node.faults.lapse(node.name, held.task_id, held.run_after)
+
+
 def run_task(node: Node, item: QueuedTask) -> Fiber[None]:
     """Run `item` on `node` until its row is removed, retried, dead-lettered or lost."""
     s, store, now = node.settings, node.store, node.clock.now_ms
@@ -43,6 +59,7 @@ def run_task(node: Node, item: QueuedTask) -> Fiber[None]:
     for _ in range(s.max_finish_attempts):
         version = held.version
         inst = yield Call(lambda: store.run_start(node.name, now, wf, item.source, version), "run_start")
+        _lapsed(node, held)
         node.monitor.begin(wf, node.name)
         try:
             step, duration = _handler(node, inst, held)
@@ -54,6 +71,7 @@ def run_task(node: Node, item: QueuedTask) -> Fiber[None]:
             saved = yield Call(
                 lambda: store.run_end(node.name, now, wf, inst_version, result, state, value), "run_end"
             )
+            _lapsed(node, held)
         finally:
             node.monitor.end(wf, node.name)
         if result == "completed" and saved == "saved" and step is not None:
@@ -67,6 +85,7 @@ def run_task(node: Node, item: QueuedTask) -> Fiber[None]:
         outcome, row = yield Call(
             lambda: store.remove(node.name, now, h.key, h.version, h.run_after), "remove"
         )
+        _lapsed(node, h)
         if outcome != "rerun" or row is None:
             return  # removed; removed elsewhere; or our lease was lost and the row is not ours
         held = row
@@ -114,13 +133,17 @@ def _work(node: Node, held: Task, duration: int) -> Fiber[tuple[Task, bool]]:
 def _renew(node: Node, held: Task) -> Fiber[tuple[Task, bool, bool]]:
     """One renewal: the row now held, whether a rerun is owed, whether to keep renewing."""
     store, now = node.store, node.clock.now_ms
-    outcome, row = yield Call(lambda: store.renew(node.name, now, held.key, held.version), "renew")
+    outcome, row = yield Call(lambda: store.renew(node.name, now, held.key, held.version, held.run_after), "renew")
+    _lapsed(node, held)
     if outcome == "renewed" and row is not None:
         return row, False, True
     if node.gates.renew_adopts_rerun and row is not None and decide.is_rerun_signal(row, held):
         # A rerun was recorded on our lease: adopt the row's version, and renew at it.
         adopted = row
-        outcome, again = yield Call(lambda: store.renew(node.name, now, held.key, adopted.version), "renew")
+        outcome, again = yield Call(
+            lambda: store.renew(node.name, now, held.key, adopted.version, adopted.run_after), "renew"
+        )
+        _lapsed(node, adopted)
         if outcome == "renewed" and again is not None:
             return again, True, True
         return adopted, True, False
@@ -134,14 +157,19 @@ def _retry_or_fail(node: Node, held: Task) -> Fiber[None]:
         return
     delay = decide.retry_delay_ms(held, s.retry_backoff_ms)
     yield Call(
-        lambda: store.reschedule_retry(node.name, now, held.key, held.version, delay_ms=delay),
+        lambda: store.reschedule_retry(node.name, now, held.key, held.version, delay_ms=delay,
+                                       held_run_after=held.run_after),
         "reschedule_retry",
     )
+    _lapsed(node, held)
 
 
 def _mark_failed(node: Node, held: Task) -> Fiber[None]:
     store, now = node.store, node.clock.now_ms
-    outcome, _ = yield Call(lambda: store.mark_failed(node.name, now, held.key, held.version), "mark_failed")
+    outcome, _ = yield Call(
+        lambda: store.mark_failed(node.name, now, held.key, held.version, held.run_after), "mark_failed"
+    )
+    _lapsed(node, held)
     if outcome == "failed":
         from impl.engine.node import WorkflowFailed
 

@@ -20,8 +20,10 @@ header's `features` (the checker skips them, with the reason):
 
 The header comes from the nodes the test built (`Node.__init__` is wrapped while recording):
 their names, gates (with the store's bump setting, which is the one that acts), settings, and
-the crashes the test injected (`Node.crash` is counted), so that the trace spec gets the same
-constants and crash budget as the run had.
+the hidden faults (`faults`): every crash the test injected on the store's nodes (`Node.crash`
+is counted, and each counts for every workflow of the store) and the lapses the nodes saw
+(`impl/engine/faults.py`), so that the trace spec gets the same constants and fault budget as
+the run had.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Any
 from impl import trace
 from impl.engine import decide
 from impl.engine.export import by_workflow, engine_header, features
+from impl.engine.faults import FaultLog, combined
 from impl.engine.model import Gates, Settings
 from impl.engine.node import Node
 from impl.engine.queue import ExecutionQueue
@@ -74,6 +77,7 @@ class StoreRun:
     gates: Gates | None = None
     settings: Settings | None = None
     crashes: int = 0
+    logs: list[FaultLog] = field(default_factory=list)
     mutant: bool = False
     features: set[str] = field(default_factory=set)
     in_flight: dict[tuple[str, str, str], int] = field(default_factory=dict)
@@ -94,6 +98,8 @@ class Recorder:
         r = self.runs.setdefault(id(store.backend), StoreRun(store.backend))
         if node.name not in r.nodes:
             r.nodes.append(node.name)
+        if all(log is not node.faults for log in r.logs):
+            r.logs.append(node.faults)
         if r.gates is None:
             r.gates = replace(node.gates, bump_task_version_on_honored_lease=store.bump)
             r.settings = node.settings
@@ -144,8 +150,12 @@ class Recorder:
             names = sorted(set(r.nodes) | {e.node for e in events})
             run = self.run if len(self.runs) == 1 else f"{self.run}-store{index}"
             for wf, evs in by_workflow(events).items():
+                seen = combined(r.logs, wf)
+                # Crashes: the test's count for the whole store (a node's log counts only those
+                # that hit it while it held the workflow, and tests crash nodes themselves).
+                faults = {**seen, "crash": r.crashes}
                 head = engine_header(r.gates, r.settings, names, f"{run}/{wf}",
-                                     sorted(set(features(evs)) | r.features), r.crashes)
+                                     sorted(set(features(evs)) | r.features), faults)
                 path = where / (_SAFE.sub("_", f"{run}-{wf}") + ".ndjson")
                 paths.append(trace.write(path, head, (e.line() for e in evs)))
         return paths
