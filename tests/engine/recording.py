@@ -7,8 +7,9 @@ test's nodes used is then exported, one trace per workflow, for `leaseproof trac
     <dir>/engine-tests-gates-off/<test>-<wf>.ndjson  a protecting gate off (see UNSAFE_GATES):
                                                      rejected wherever the test shows its bug
 
-A store whose nodes use swapped decisions (the mutant catalogue, `impl/engine/mutants.py`) is
-not exported: `leaseproof engine mutants` writes those traces on purpose.
+A store whose nodes use swapped decisions (the mutant catalogue, `impl/engine/mutants.py`), or
+whose nodes were built while a bug was planted in the engine's code (`planting`, used by
+`known_bad.py`), is not exported: those traces are written on purpose elsewhere.
 
 Two things tests do lie outside `tla/Engine.tla`'s callers, and their traces say so in the
 header's `features` (the checker skips them, with the reason):
@@ -28,11 +29,13 @@ the run had.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from impl import trace
@@ -103,7 +106,7 @@ class Recorder:
         if r.gates is None:
             r.gates = replace(node.gates, bump_task_version_on_honored_lease=store.bump)
             r.settings = node.settings
-        r.mutant = r.mutant or store.decide is not decide
+        r.mutant = r.mutant or store.decide is not decide or _planting > 0
 
     def saw_direct_call(self, backend: Any) -> None:
         """A test called a store, scheduler or queue operation itself."""
@@ -162,6 +165,18 @@ class Recorder:
 
 
 _active: Recorder | None = None
+_planting = 0  # > 0 while a test has a bug planted in impl/engine (known_bad.py)
+
+
+@contextlib.contextmanager
+def planting() -> Iterator[None]:
+    """While inside, nodes built belong to a broken engine: their stores are not exported."""
+    global _planting
+    _planting += 1
+    try:
+        yield
+    finally:
+        _planting -= 1
 
 
 def active() -> Recorder | None:

@@ -81,6 +81,7 @@ def on_line(seq: int, change):
 CRASH = "accepted/node-crash-then-fetch.ndjson"
 RERUN = "accepted/remove-finds-a-rerun.ndjson"
 DROPPED = "rejected/rerun-dropped.ndjson"
+SIGNAL = "accepted/waits-for-signal-then-fetched.ndjson"
 
 # name: (trace text, the verdict, the rejected line, what the rejection names)
 CASES = {
@@ -96,6 +97,12 @@ CASES = {
     "held run_after off by one": (
         edited(corpus(RERUN), event=on_line(8, lambda e: e["args"].update(held_run_after=e["args"]["held_run_after"] + 1))),
         TraceKind.REJECTED, 8, "disagrees on held_run_after"),
+    "signal's version off by one": (
+        edited(corpus(SIGNAL), event=on_line(6, lambda e: e["args"].update(version=e["args"]["version"] + 1))),
+        TraceKind.REJECTED, 6, "disagrees on version"),
+    "fetched version off by one": (
+        edited(corpus(SIGNAL), event=on_line(8, lambda e: e["args"].update(task_version=e["args"]["task_version"] + 1))),
+        TraceKind.REJECTED, 8, "disagrees on task_version"),
     # What the header may claim is bounded by the system file (traces/systems/engine.yaml).
     "unknown fault kind": (edited(corpus(CRASH), header=faults(crash=1, pause=1)), TraceKind.MALFORMED, None,
                            "header field faults: 'pause'"),
