@@ -7,16 +7,19 @@ run had it. So a run counts, for every workflow, the faults that could touch it:
 
     crash        a node crashed while it held a copy or a run of the workflow (its queue
                  and runs are lost: TraceEngine's Crash)
-    lapse        a lease a node held on the workflow's row ended before the node's next step
-                 on it: the holder itself saw its clock at or past the held `run_after`
-                 (TraceEngine's Lapse)
+    lapse        a lease a node held on the workflow's row ended while the node was held up:
+                 a step it meant to take before the lease's end (a store call it reached, a
+                 wake-up it slept until, a queued task the taker takes at once) came at or
+                 after that end (TraceEngine's Lapse)
     store_error  a finishing write that failed in the store (nothing injects these today,
                  so the count is always 0)
 
-The holder notices a lapse itself (`worker.py`, after each store step on a held lease), in the
-simulation and on the wall clock alike: that is the measured stall, not a guess made from the
-trace. A node that never steps again after its lease lapsed has crashed (counted) or was
-stopped at the end of the run. One lapse is counted once per held `run_after`.
+The holder notices a lapse itself (`worker.py`, at each store step and wake-up on a held lease),
+in the simulation and on the wall clock alike: that is the measured stall, not a guess made from
+the trace. A lease that ends because the code planned no step before its end (renewal off, or a
+bug that stops renewing or drops a task) is no fault and is not counted, so a count never pays
+for the bug it would hide. A node that never steps again after its lease lapsed has crashed
+(counted) or was stopped at the end of the run. One lapse is counted once per held `run_after`.
 
 >>> log = FaultLog()
 >>> log.lapse("n1", "wf1", 1000); log.lapse("n1", "wf1", 1000); log.add("wf1", "crash")
