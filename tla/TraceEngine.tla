@@ -293,6 +293,7 @@ TickPastHeldLease ==
     /\ l < Lines /\ clock < E.now
     /\ \E n \in Nodes : HoldsLease(n, W) /\ task[W].run_after <= E.now
     /\ budget.outlive = 0 /\ budget.crash = 0
+    /\ ~\E n \in Nodes : work[n][W].phase = "rerun" /\ attempts[n] >= MaxFinishAttempts
     /\ LET n == CHOOSE m \in Nodes : HoldsLease(m, W) /\ task[W].run_after <= E.now
            holds == IF queue[n][W].phase # "none" /\ queue[n][W].lease = task[W].run_after
                     THEN "queued" ELSE work[n][W].phase
@@ -306,7 +307,7 @@ TickPastHeldLease ==
     /\ FALSE
 
 \* Hidden fault: a lease node n holds on the row lapses under it (a pause, a stall, a slow
-\* commit: the holder's next step on it comes after its end).  Engine's OutliveLease (a
+\* commit: a step n meant to take before the lease's end came after it).  Engine's OutliveLease (a
 \* running handler) and EarlyExpiry (a queued copy) in one step, for whatever n holds with that
 \* lease.  Taken only where the next line is at or past the lease's end (the gap is in the
 \* trace), and at most `faults.lapse` times (budget.outlive, which engine.yaml fills from it).
