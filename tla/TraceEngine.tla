@@ -33,11 +33,34 @@
 (* it).  Every logged step happens at clock = its `now`.                   *)
 (*                                                                         *)
 (* Hidden steps (leave l alone): TraceTick; Engine's ReadInstance (a       *)
-(* signal's read), AlreadyQueued, Crash, OutliveLease, EarlyExpiry,        *)
-(* StoreError; and the environment and implementation quirks collected in  *)
-(* ImplQuirk.  CallerFails and SignalFails are left out: in a trace a      *)
-(* caller that fails and one that never goes on look the same, and the     *)
-(* spec never forces a caller on.                                          *)
+(* signal's read), AlreadyQueued, Crash, StoreError; Lapse (in place of    *)
+(* Engine's OutliveLease and EarlyExpiry); and the environment and         *)
+(* implementation quirks collected in ImplQuirk.  CallerFails and          *)
+(* SignalFails are left out: in a trace a caller that fails and one that   *)
+(* never goes on look the same, and the spec never forces a caller on.     *)
+(*                                                                         *)
+(* No hidden step is free.  A fault is taken at most as often as the       *)
+(* header's `faults` says the run had it (impl/engine/faults.py; a kind    *)
+(* left out is 0): Crash `faults.crash` times, Lapse `faults.lapse`,       *)
+(* StoreError `faults.store_error`.  A Lapse is moreover taken only where  *)
+(* the trace's own clock shows the gap it needs: the next line's `now` is  *)
+(* at or past the end of the lease it lets go.  Soundness, also on         *)
+(* wall-clock traces (engine run on SQLite or MariaDB), where nothing is   *)
+(* injected, rests on the lapse count: the holder counts a                 *)
+(* lapse when a step it meant to take before its lease's end (a call, a    *)
+(* wake-up, taking a queued task) came at or after that end (a stall, a    *)
+(* slow commit), read on its own clock after the step, so the count can be *)
+(* high (a step that committed in time but returned late) but never low;   *)
+(* a lease that ends because the code planned no step before it (renewal  *)
+(* off, a bug) is not counted, so no count pays for the bug it would hide. *)
+(* The gap rule keeps each lapse where the trace shows it and the search   *)
+(* small (an earlier lapse would let the same ticks through later).        *)
+(* FinishAttemptsSpent (ImplQuirk) is bounded by the header's             *)
+(* max_finish_attempts, counted per taken task (`attempts`).               *)
+(*                                                                         *)
+(* Every field a check reads is logged and required by the event schema   *)
+(* (traces/schema/engine-event.schema.json): the comparisons below read    *)
+(* E.args directly, with no fallback to the spec's own value.              *)
 (*                                                                         *)
 (* Besides the protocol, a trace must keep NoOverlappingRuns: a run_start  *)
 (* while another node's run of the workflow is in progress is rejected at  *)
@@ -46,9 +69,14 @@
 (***************************************************************************)
 EXTENDS Engine, TraceData
 
-CONSTANT AutoRenew      \* the header's AUTOMATIC_LEASE_RENEWAL (off: MaxRenewals = 0)
+CONSTANT AutoRenew          \* the header's AUTOMATIC_LEASE_RENEWAL (off: MaxRenewals = 0)
+CONSTANT MaxFinishAttempts  \* the header's max_finish_attempts (impl/engine/worker.py run_task)
 
 VARIABLES t, l          \* which trace of the batch; how many of its lines are explained
+
+\* attempts[n]: the runs node n has begun of the task it took last (RunStart from its queue is
+\* the first, each rerun one more): finish_task gives a task up only once these are spent.
+VARIABLE attempts
 
 W == CHOOSE w \in Workflows : TRUE
 E == Traces[t][l + 1]                   \* the next line to explain
@@ -57,9 +85,6 @@ Lines == Len(Traces[t])
 \* The spec's rows as the trace writes them: JSON null for an absent row.
 InstanceView(i) == IF i.status = "ABSENT" THEN Nil ELSE i
 TaskView(r) == IF r.status = "ABSENT" THEN Nil ELSE r
-
-\* An argument of the line, or `none` when the line does not carry it.
-Arg(name, none) == IF name \in DOMAIN E.args THEN E.args[name] ELSE none
 
 \* The next line is an `op`, of the trace's one workflow, committed now.
 Logged(op) ==
@@ -98,8 +123,10 @@ Stranded ==
     /\ ~WaitsForSignal
 
 \* The line is explained: advance the cursor; at the last line the workflow must not be
-\* stranded.  Consumed last, so that it prints only on success.
+\* stranded.  Consumed last, so that it prints only on success.  Only a run_start counts
+\* finish attempts (IsRunStart sets attempts itself).
 Step == /\ l' = l + 1 /\ UNCHANGED t
+        /\ E.op # "run_start" => UNCHANGED attempts
         /\ l + 1 = Lines => Match(t, l + 1, [RunningIsDriven |-> <<Stranded', FALSE>>])
         /\ Consumed(t, l + 1, Lines)
 
@@ -121,17 +148,17 @@ IsSchedule ==
     /\ Logged("schedule")
     /\ Schedule(E.node, W)
     /\ Agrees(ScheduleOutcome(W, TRUE),
-              [run_after |-> <<RequestedRunAfter(E.node), Arg("run_after", Nil)>>,
-               honour_leases |-> <<TRUE, Arg("honour_leases", Nil)>>])
+              [run_after |-> <<RequestedRunAfter(E.node), E.args.run_after>>,
+               honour_leases |-> <<TRUE, E.args.honour_leases>>])
     /\ Step
 
 IsScheduleInMemory ==
     /\ Logged("schedule_in_memory")
     /\ ScheduleInMemory(E.node, W)
     /\ Agrees(ScheduleOutcome(W, TRUE),
-              [run_after |-> <<clock + Lease, Arg("run_after", Nil)>>,
-               honour_leases |-> <<TRUE, Arg("honour_leases", Nil)>>,
-               queued |-> <<queue'[E.node][W].phase = "queued", Arg("queued", Nil)>>])
+              [run_after |-> <<clock + Lease, E.args.run_after>>,
+               honour_leases |-> <<TRUE, E.args.honour_leases>>,
+               queued |-> <<queue'[E.node][W].phase = "queued", E.args.queued>>])
     /\ Step
 
 IsUpdateInstance ==
@@ -140,14 +167,26 @@ IsUpdateInstance ==
     /\ Agrees(CASE instance[W].status \in Terminal -> "terminal"
                 [] instance[W].version = sigRead[E.node][W] -> "updated"
                 [] OTHER -> "conflict",
-              [version |-> <<sigRead[E.node][W], Arg("version", sigRead[E.node][W])>>])
+              [version |-> <<sigRead[E.node][W], E.args.version>>])
     /\ Step
 
 IsFetch ==
     /\ Logged("fetch")
     /\ Fetch(E.node, W)
-    /\ Agrees("leased", [task_version |-> <<task[W].version, Arg("task_version", task[W].version)>>])
+    /\ Agrees("leased", [task_version |-> <<task[W].version, E.args.task_version>>])
     /\ Step
+
+\* Never enabled: a fetch of a live row whose lease has not ended (run_after > now) only
+\* prints why the line cannot be explained (a fetch WHERE clause without its run_after guard,
+\* a lease comparison off: impl/engine/decide.py decide_fetch, Task.is_due).
+FetchUnderLease ==
+    /\ Logged("fetch")
+    /\ task[W].status \in LiveTask /\ task[W].run_after > clock
+    /\ UNCHANGED vars
+    /\ Match(t, l + 1, [FetchOnlyDue |->
+           <<"leased the row at " \o ToString(clock) \o " under a lease to " \o ToString(task[W].run_after),
+             "a fetch only where run_after <= now">>])
+    /\ FALSE
 
 \* NoOverlappingRuns, checked where a run begins: runs in progress per node after the line
 \* must be this one alone.
@@ -158,9 +197,10 @@ OneRun == [m \in Nodes |-> IF m = E.node THEN 1 ELSE 0]
 IsRunStart ==
     /\ Logged("run_start")
     /\ RunStart(E.node, W)
+    /\ attempts' = [attempts EXCEPT ![E.node] = IF work[E.node][W].phase = "rerun" THEN @ + 1 ELSE 1]
     /\ Agrees("started",
-              [source |-> <<work'[E.node][W].source, Arg("source", Nil)>>,
-               task_version |-> <<work'[E.node][W].version, Arg("task_version", Nil)>>,
+              [source |-> <<work'[E.node][W].source, E.args.source>>,
+               task_version |-> <<work'[E.node][W].version, E.args.task_version>>,
                NoOverlappingRuns |-> <<RunsAfter(0), OneRun>>])
     /\ Step
 
@@ -180,7 +220,7 @@ RunResult(n) ==
       [] work'[n][W].phase = "ended" -> work'[n][W].result
       [] instance'[W].status = "COMPLETED" /\ instance[W].status # "COMPLETED" -> "completed"
       [] instance'[W].version > instance[W].version -> "waiting"
-      [] Arg("result", Nil) \in {"completed", "waiting"} -> Arg("result", Nil)
+      [] E.args.result \in {"completed", "waiting"} -> E.args.result
       [] OTHER -> "completed"
 
 IsRunEnd ==
@@ -188,17 +228,22 @@ IsRunEnd ==
     /\ RunEnd(E.node, W)
     /\ Agrees(IF instance[W].status = "RUNNING" /\ instance[W].version = work[E.node][W].snap
               THEN "saved" ELSE "conflict",
-              [result |-> <<RunResult(E.node), Arg("result", Nil)>>])
+              [result |-> <<RunResult(E.node), E.args.result>>])
     /\ Step
 
 HeldOK(n) == task[W].status \in LiveTask /\ task[W].version = work[n][W].version
+
+\* The lease a renewal or finishing write is made on: the version and the run_after held
+\* (the run_after is what tells a rerun from a lost lease: FinishOutcome).
+Held(n) == [task_version |-> <<work[n][W].version, E.args.task_version>>,
+            held_run_after |-> <<work[n][W].lease, E.args.held_run_after>>]
 
 IsRenew ==
     /\ Logged("renew")
     /\ AutoRenew
     /\ Renew(E.node, W)
     /\ Agrees(IF HeldOK(E.node) THEN "renewed" ELSE "conflict",
-              [task_version |-> <<work[E.node][W].version, Arg("task_version", work[E.node][W].version)>>])
+              Held(E.node))
     /\ Step
 
 FinishTrace(n, ok) == IF FinishOutcome(n, W) = "ok" THEN ok ELSE FinishOutcome(n, W)
@@ -206,29 +251,26 @@ FinishTrace(n, ok) == IF FinishOutcome(n, W) = "ok" THEN ok ELSE FinishOutcome(n
 IsRemove ==
     /\ Logged("remove")
     /\ Remove(E.node, W)
-    /\ Agrees(FinishTrace(E.node, "removed"),
-              [task_version |-> <<work[E.node][W].version, Arg("task_version", work[E.node][W].version)>>])
+    /\ Agrees(FinishTrace(E.node, "removed"), Held(E.node))
     /\ Step
 
 IsRescheduleRetry ==
     /\ Logged("reschedule_retry")
     /\ RescheduleRetry(E.node, W)
     /\ Agrees(IF FinishOutcome(E.node, W) = "ok" THEN "rescheduled" ELSE "conflict",
-              [task_version |-> <<work[E.node][W].version, Arg("task_version", work[E.node][W].version)>>,
-               run_after |-> <<clock + Backoff, Arg("run_after", clock + Backoff)>>])
+              Held(E.node) @@ [run_after |-> <<clock + Backoff, E.args.run_after>>])
     /\ Step
 
 IsMarkFailed ==
     /\ Logged("mark_failed")
     /\ MarkFailed(E.node, W)
-    /\ Agrees(IF FinishOutcome(E.node, W) = "ok" THEN "failed" ELSE "conflict",
-              [task_version |-> <<work[E.node][W].version, Arg("task_version", work[E.node][W].version)>>])
+    /\ Agrees(IF FinishOutcome(E.node, W) = "ok" THEN "failed" ELSE "conflict", Held(E.node))
     /\ Step
 
 LoggedStep ==
     \/ IsCreateInstance \/ IsSchedule \/ IsScheduleInMemory \/ IsUpdateInstance
     \/ IsFetch \/ IsRunStart \/ IsRunEnd \/ IsRenew \/ IsRemove \/ IsRescheduleRetry
-    \/ IsMarkFailed \/ RunStartOverOwnRun
+    \/ IsMarkFailed \/ RunStartOverOwnRun \/ FetchUnderLease
 
 -----------------------------------------------------------------------------
 (* Hidden steps.                                                           *)
@@ -242,6 +284,45 @@ TraceTick ==
     /\ clock' = E.now
     /\ UNCHANGED <<instance, task, queue, work, starter, signaller, sigRead, budget>>
 
+\* Never enabled: time must pass the end of a lease a node holds under the timing assumption,
+\* and no fault is left to let it go (no lapse or crash in the budget, the holder's finish
+\* attempts not spent).  Only prints why the next line cannot be explained: a worker that
+\* dropped a task it had to rerun, a holder that stopped renewing, a lapse the run did not
+\* count.
+TickPastHeldLease ==
+    /\ l < Lines /\ clock < E.now
+    /\ \E n \in Nodes : HoldsLease(n, W) /\ task[W].run_after <= E.now
+    /\ budget.outlive = 0 /\ budget.crash = 0
+    /\ ~\E n \in Nodes : work[n][W].phase = "rerun" /\ attempts[n] >= MaxFinishAttempts
+    /\ LET n == CHOOSE m \in Nodes : HoldsLease(m, W) /\ task[W].run_after <= E.now
+           holds == IF queue[n][W].phase # "none" /\ queue[n][W].lease = task[W].run_after
+                    THEN "queued" ELSE work[n][W].phase
+       IN Match(t, l + 1, [HeldLeaseKept |->
+            <<n \o " holds (" \o holds \o ", " \o ToString(attempts[n]) \o " of "
+                \o ToString(MaxFinishAttempts) \o " finish attempts run) the lease to "
+                \o ToString(task[W].run_after) \o ", and this line is at " \o ToString(E.now),
+              "a lapse or crash the header counts (lapses left " \o ToString(budget.outlive)
+                \o ", crashes left " \o ToString(budget.crash) \o "), or finish attempts spent">>])
+    /\ UNCHANGED vars
+    /\ FALSE
+
+\* Hidden fault: a lease node n holds on the row lapses under it (a pause, a stall, a slow
+\* commit: a step n meant to take before the lease's end came after it).  Engine's OutliveLease (a
+\* running handler) and EarlyExpiry (a queued copy) in one step, for whatever n holds with that
+\* lease.  Taken only where the next line is at or past the lease's end (the gap is in the
+\* trace), and at most `faults.lapse` times (budget.outlive, which engine.yaml fills from it).
+Lapse(n) ==
+    /\ budget.outlive > 0
+    /\ l < Lines
+    /\ HoldsLease(n, W)
+    /\ task[W].run_after <= E.now
+    /\ LET Detach(it) == IF it.phase # "none" /\ it.lease = task[W].run_after
+                         THEN [it EXCEPT !.bound = FALSE] ELSE it
+       IN /\ queue' = [queue EXCEPT ![n][W] = Detach(@)]
+          /\ work' = [work EXCEPT ![n][W] = Detach(@)]
+    /\ budget' = [budget EXCEPT !.outlive = @ - 1]
+    /\ UNCHANGED <<instance, task, clock, starter, signaller, sigRead>>
+
 \* Some later line is a signal's update from node n: only then may n's signal read (a read
 \* that no update follows explains nothing, and pruning it keeps the search small).
 SignalAhead(n) ==
@@ -251,16 +332,17 @@ EngineHidden(n) ==
     \/ SignalAhead(n) /\ ReadInstance(n, W)
     \/ AlreadyQueued(n, W)
     \/ Crash(n)
-    \/ OutliveLease(n, W)
-    \/ EarlyExpiry(n, W)
+    \/ Lapse(n)
     \/ StoreError(n, W)
 
 (* The environment and the implementation where they differ from Engine, in one place:   *)
 (*  - NewStart / NewSignal: Engine's callers start and signal once per node; a program    *)
 (*    may call again on the same node once its last call is done (engine tests do).       *)
 (*  - FinishAttemptsSpent: finish_task runs a task at most max_finish_attempts times      *)
-(*    (impl/engine/worker.py); a worker about to rerun may give the task up, and its      *)
-(*    lease lapses (Engine leaves this bound out: reruns are bounded by the bumps).       *)
+(*    (impl/engine/worker.py); a worker about to rerun gives the task up once it has run  *)
+(*    that many times, and its lease lapses (Engine leaves this bound out: reruns are     *)
+(*    bounded by the bumps).  Before then, a worker that logged `remove: rerun` must run  *)
+(*    again: dropping the task is the bug TickPastHeldLease names.                        *)
 NewStart(n) ==
     /\ l < Lines /\ E.op = "create_instance" /\ E.node = n
     /\ starter[n][W] \in {"awaiting", "polling"}
@@ -275,6 +357,7 @@ NewSignal(n) ==
 
 FinishAttemptsSpent(n) ==
     /\ work[n][W].phase = "rerun"
+    /\ attempts[n] >= MaxFinishAttempts
     /\ work' = [work EXCEPT ![n][W] = NoItem]
     /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead, budget>>
 
@@ -283,11 +366,11 @@ ImplQuirk(n) == NewStart(n) \/ NewSignal(n) \/ FinishAttemptsSpent(n)
 Hidden ==
     /\ \/ TraceTick
        \/ \E n \in Nodes : EngineHidden(n) \/ ImplQuirk(n)
-    /\ UNCHANGED <<t, l>>
+    /\ UNCHANGED <<t, l, attempts>>
 
 -----------------------------------------------------------------------------
-TraceInit == t \in 1..Len(Traces) /\ l = 0 /\ Init
+TraceInit == t \in 1..Len(Traces) /\ l = 0 /\ attempts = [n \in Nodes |-> 0] /\ Init
 
-TraceNext == LoggedStep \/ Hidden
+TraceNext == LoggedStep \/ Hidden \/ TickPastHeldLease
 
 =============================================================================

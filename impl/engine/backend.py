@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from impl.engine.model import ACTIVE_TASK_STATUSES, Event, Instance, Task, TaskKey
+from impl.engine.model import Event, Instance, Task, TaskKey
 
 
 class Txn(Protocol):
@@ -206,11 +206,8 @@ class MemoryBackend:
 
     def due_tasks(self, now: int, limit: int) -> list[Task]:
         with self._lock:
-            due = [
-                t
-                for t in self._tables.tasks.values()
-                if t.status in ACTIVE_TASK_STATUSES and t.run_after <= now
-            ]
+            # Task.is_due is the one lease comparison of a fetch, here and in decide_fetch.
+            due = [t for t in self._tables.tasks.values() if t.is_due(now)]
         return sorted(due, key=lambda t: (t.run_after, t.task_id))[:limit]
 
     def read_task(self, key: TaskKey) -> Task | None:

@@ -152,7 +152,7 @@ def _sim(args: argparse.Namespace) -> int:
             for wf, evs in by_workflow(events).items():
                 name = f"sim-seed{seed}/{wf}"
                 head = engine_header(run.sim.gates, run.sim.settings, run.sim.node_names, name, features(evs),
-                                     run.sim.crashes)
+                                     run.sim.faults.of(wf))
                 trace.write(args.trace_dir / f"sim-seed{seed}-{wf}.ndjson", head, (e.line() for e in evs))
         overlaps = run.sim.monitor.overlaps
         unfinished = run.crashes == 0 and run.completed < args.workflows

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,26 +48,38 @@ def features(events: Sequence[Event]) -> list[str]:
 
 def engine_header(
     gates: Gates, settings: Settings, nodes: Sequence[str], run: str, feats: Sequence[str] = (),
-    node_crashes: int = 0,
+    faults: Mapping[str, int] | None = None,
 ) -> dict:
     """The header line of an engine trace.
 
-    `node_crashes` is how many node crashes the run injected (a simulation's or a test's
-    `crash`): written as `settings.node_crashes` when any, so that a trace checker knows
-    whether a node may have lost its queue and runs between two lines (`tla/TraceEngine.tla`
-    takes it as its crash budget). A run that injected none says nothing.
+    `faults` counts the hidden faults that touched the trace's workflow (`faults.py`: crash,
+    lapse, store_error): written as the header's `faults` when any, so that a trace checker
+    knows how often a node may have lost its queue and runs, or a lease lapsed under its holder,
+    between two lines (`tla/TraceEngine.tla` takes at most that many). A run that had none says
+    nothing, and a kind left out counts 0.
     """
-    extra = {"node_crashes": node_crashes} if node_crashes else {}
-    return trace.header(
-        "engine", gates=gates.header(), settings={**settings.header(), **extra}, nodes=nodes, run=run, features=feats
+    head = trace.header(
+        "engine", gates=gates.header(), settings=settings.header(), nodes=nodes, run=run, features=feats
     )
+    counts = {k: int(v) for k, v in sorted((faults or {}).items()) if v}
+    if counts:
+        head["faults"] = counts
+    return head
+
+
+FaultsOf = Callable[[str], Mapping[str, int]]
+
+
+def _no_faults(wf: str) -> Mapping[str, int]:
+    return {}
 
 
 def render_workflow(
-    events: Sequence[Event], gates: Gates, settings: Settings, nodes: Sequence[str], run: str, node_crashes: int = 0
+    events: Sequence[Event], gates: Gates, settings: Settings, nodes: Sequence[str], run: str,
+    faults: Mapping[str, int] | None = None,
 ) -> str:
     """One workflow's trace as NDJSON text."""
-    head = engine_header(gates, settings, nodes, run, features(events), node_crashes)
+    head = engine_header(gates, settings, nodes, run, features(events), faults)
     return trace.render(head, (e.line() for e in events))
 
 
@@ -79,13 +91,15 @@ def write_traces(
     settings: Settings,
     nodes: Sequence[str],
     run: str,
-    node_crashes: int = 0,
+    faults: FaultsOf = _no_faults,
 ) -> list[Path]:
-    """Write one `<run>-<wf>.ndjson` per workflow into `directory`; the paths written."""
+    """Write one `<run>-<wf>.ndjson` per workflow into `directory`; the paths written.
+
+    `faults(wf)` gives the header's fault counts of each workflow (e.g. `FaultLog.of`)."""
     paths = []
     for wf, evs in by_workflow(events).items():
         name = _SAFE.sub("_", f"{run}-{wf}") + ".ndjson"
-        head = engine_header(gates, settings, nodes, f"{run}/{wf}", features(evs), node_crashes)
+        head = engine_header(gates, settings, nodes, f"{run}/{wf}", features(evs), faults(wf))
         paths.append(trace.write(directory / name, head, (e.line() for e in evs)))
     return paths
 

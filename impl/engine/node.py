@@ -26,6 +26,7 @@ from typing import Any
 from impl.clock import Clock
 from impl.engine import worker
 from impl.engine.effects import Call, Fiber, Sleep
+from impl.engine.faults import FaultLog
 from impl.engine.errors import ResultTimeout, ResultUnavailable, SignalConflict, UnknownWorkflow
 from impl.engine.futures import ResultFuture
 from impl.engine.model import ACTIVE_TASK_STATUSES, COMPLETED, FAILED, Gates, Instance, Scheduled, ScheduleRequest, Settings
@@ -68,6 +69,7 @@ class Node:
         settings: Settings | None = None,
         workflows: Registry = DEFAULT_REGISTRY,
         monitor: RunMonitor | None = None,
+        faults: FaultLog | None = None,
     ) -> None:
         self.name = name
         self.store = store
@@ -76,6 +78,8 @@ class Node:
         self.settings = settings or Settings(lease_ms=store.lease_ms, renew_interval_ms=max(store.lease_ms // 3, 1))
         self.workflows = workflows
         self.monitor = monitor or RunMonitor()
+        # The hidden faults this node sees (its leases lapsing under it): trace headers count them.
+        self.faults = faults if faults is not None else FaultLog()
         self.scheduler = Scheduler(store, name, clock)
         self.queue = ExecutionQueue(self.scheduler, self.gates)
         self._futures: dict[str, list[ResultFuture]] = defaultdict(list)

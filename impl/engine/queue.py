@@ -97,6 +97,11 @@ class ExecutionQueue:
             self._ids.discard(item.task.task_id)
             return item
 
+    def ids(self) -> set[str]:
+        """The ids of the tasks waiting here."""
+        with self._cond:
+            return set(self._ids)
+
     def __len__(self) -> int:
         with self._cond:
             return len(self._items)

@@ -4,7 +4,9 @@
             export one trace per workflow, validate them, count
     node i: threads (threads.py) for the fetch loop, the taker, the runs, and the callers
             that start and signal the workflows the plan gives node i; it stops once every
-            workflow of the plan is terminal in the store (or the deadline passes)
+            workflow of the plan is terminal in the store (or the deadline passes), and leaves
+            the hidden faults it saw (leases that lapsed under it: `faults.py`) in a file for
+            the parent, which writes them in the trace headers
 
 The store orders the trace: every event is recorded in the transaction that commits it.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,6 +25,7 @@ from typing import Any
 from impl.clock import WallClock
 from impl.engine.errors import EngineError
 from impl.engine.export import RunFigures, figures, write_traces
+from impl.engine.faults import FaultLog
 from impl.engine.model import COMPLETED, Gates, Settings
 from impl.engine.node import Node
 from impl.engine.store import Store
@@ -109,8 +113,9 @@ class RunSummary:
         ]
 
 
-def _node_main(cfg: RunConfig, name: str, items: list[Item], t0_ms: int) -> None:
-    """One node process: run the node and its callers until the plan is done."""
+def _node_main(cfg: RunConfig, name: str, items: list[Item], t0_ms: int, faults_file: str) -> None:
+    """One node process: run the node and its callers until the plan is done; write the faults
+    its node saw to `faults_file`."""
     backend = open_backend(cfg.store_url, cfg.table_prefix(), create=False)
     try:
         settings = cfg.settings()
@@ -136,6 +141,7 @@ def _node_main(cfg: RunConfig, name: str, items: list[Item], t0_ms: int) -> None
                 break
             time.sleep(0.2)
         rt.stop()
+        Path(faults_file).write_text(json.dumps(node.faults.to_json()), encoding="utf-8")
         for exc in rt.errors[:5]:
             print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
         if rt.errors:
@@ -183,25 +189,31 @@ def run_workload(cfg: RunConfig, trace_dir: Path | None) -> RunSummary:
         )
         ctx = multiprocessing.get_context("spawn")
         t0 = WallClock().now_ms() + _START_MARGIN_MS
-        procs = [ctx.Process(target=_node_main, args=(cfg, n, items, t0), name=n) for n in names]
-        began = time.monotonic()
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join(cfg.deadline_s + 60)
-            if p.is_alive():
-                p.terminate()
-                p.join()
-        seconds = max(time.monotonic() - began - _START_MARGIN_MS / 1000, 1e-9)
-        bad_exit = [p.name for p in procs if p.exitcode != 0]
-        if bad_exit:
-            raise EngineError(f"node processes {bad_exit} failed; run again with fewer workflows to see why")
+        faults = FaultLog()
+        with tempfile.TemporaryDirectory(prefix="leaseproof-faults-") as fdir:
+            files = {n: str(Path(fdir) / f"{n}.json") for n in names}
+            procs = [ctx.Process(target=_node_main, args=(cfg, n, items, t0, files[n]), name=n) for n in names]
+            began = time.monotonic()
+            for p in procs:
+                p.start()
+            for p in procs:
+                p.join(cfg.deadline_s + 60)
+                if p.is_alive():
+                    p.terminate()
+                    p.join()
+            seconds = max(time.monotonic() - began - _START_MARGIN_MS / 1000, 1e-9)
+            bad_exit = [p.name for p in procs if p.exitcode != 0]
+            if bad_exit:
+                raise EngineError(f"node processes {bad_exit} failed; run again with fewer workflows to see why")
+            for n in names:
+                faults.merge(json.loads(Path(files[n]).read_text(encoding="utf-8")))
         events = backend.read_events()
         instances = backend.list_instances()
         paths: list[Path] = []
         if trace_dir is not None:
             paths = write_traces(
-                events, trace_dir, gates=cfg.gates, settings=cfg.settings(), nodes=names, run=cfg.run_name
+                events, trace_dir, gates=cfg.gates, settings=cfg.settings(), nodes=names, run=cfg.run_name,
+                faults=faults.of,
             )
         return RunSummary(
             workflows=cfg.workflows,

@@ -66,7 +66,7 @@ class Scheduler:
 
     def renew_lease(self, task: Task) -> Task:
         """Extend your lease on `task` to now + lease; raises `OptimisticLockError` if lost."""
-        outcome, row = self.store.renew(self.node, self.clock.now_ms, task.key, task.version)
+        outcome, row = self.store.renew(self.node, self.clock.now_ms, task.key, task.version, task.run_after)
         if outcome != "renewed" or row is None:
             raise OptimisticLockError(
                 f"cannot renew {task.task_id}: you hold version {task.version}, the row has "
@@ -85,14 +85,16 @@ class Scheduler:
 
     def reschedule_for_retry(self, task: Task, run_after: int) -> Task:
         """Make `task` PENDING again at `run_after`; raises `OptimisticLockError` on a mismatch."""
-        outcome, row = self.store.reschedule_retry(self.node, self.clock.now_ms, task.key, task.version, run_after)
+        outcome, row = self.store.reschedule_retry(
+            self.node, self.clock.now_ms, task.key, task.version, run_after, held_run_after=task.run_after
+        )
         if outcome != "rescheduled" or row is None:
             raise OptimisticLockError(f"cannot reschedule {task.task_id} at version {task.version}")
         return row
 
     def mark_as_failed(self, task: Task) -> Task:
         """Dead-letter `task` (and fail its instance); raises `OptimisticLockError` on a mismatch."""
-        outcome, row = self.store.mark_failed(self.node, self.clock.now_ms, task.key, task.version)
+        outcome, row = self.store.mark_failed(self.node, self.clock.now_ms, task.key, task.version, task.run_after)
         if outcome != "failed" or row is None:
             raise OptimisticLockError(f"cannot mark {task.task_id} failed at version {task.version}")
         return row

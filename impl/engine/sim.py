@@ -23,6 +23,7 @@ from impl.clock import VirtualClock
 from impl.engine.backend import Backend, MemoryBackend
 from impl.engine.effects import Call, Fiber, Sleep
 from impl.engine.errors import EngineBug
+from impl.engine.faults import FaultLog
 from impl.engine.model import Gates, Settings
 from impl.engine.monitor import RunMonitor
 from impl.engine.node import Node
@@ -79,16 +80,20 @@ class Simulation:
         self.clock = VirtualClock(start_ms)
         self.rng = random.Random(seed)
         self.monitor = RunMonitor()
+        # Hidden faults per workflow, for the trace headers: the crashes injected here, and the
+        # lapses the nodes see (one log shared by every node).
+        self.faults = FaultLog()
         self.node_names = nodes
         self.nodes = {
-            n: Node(n, self.store, self.clock, gates=self.gates, settings=self.settings, workflows=workflows, monitor=self.monitor)
+            n: Node(n, self.store, self.clock, gates=self.gates, settings=self.settings, workflows=workflows,
+                    monitor=self.monitor, faults=self.faults)
             for n in nodes
         }
         self.fibers: list[SimFiber] = []
         self.paused_until: dict[str, int] = {n: 0 for n in nodes}
         self.crashed: set[str] = set()
         self.steps = 0
-        self.crashes = 0  # node crashes injected so far (trace headers carry the count)
+        self.crashes = 0  # node crashes injected so far (per workflow, in `faults`)
         self.errors: list[tuple[str, BaseException]] = []
         self._ids = 0
         self._fetch_loops = fetch_loops
@@ -192,8 +197,16 @@ class Simulation:
     # -- faults ----------------------------------------------------------------------------
 
     def crash(self, node: str, restart: bool = True) -> None:
-        """Kill `node`: its fibers, queue, runs and futures are lost; restart it empty."""
+        """Kill `node`: its fibers, queue, runs and futures are lost; restart it empty.
+
+        The crash counts against every workflow the node held a copy or a run of (a crash of a
+        node holding nothing of a workflow changes nothing in that workflow's trace)."""
         self.crashes += 1
+        held = self.nodes[node].queue.ids()
+        held |= {f.label.removeprefix("run:") for f in self.fibers
+                 if f.node == node and not f.done and f.label.startswith("run:")}
+        for wf in sorted(held):
+            self.faults.add(wf, "crash")
         for f in self.fibers:
             if f.node == node and not f.done:
                 f.gen.close()

@@ -102,7 +102,7 @@ def simulate(
         if not sim.step():
             break
     traces = {
-        wf: render_workflow(evs, sim.gates, sim.settings, nodes, f"sim-seed{seed}/{wf}", sim.crashes)
+        wf: render_workflow(evs, sim.gates, sim.settings, nodes, f"sim-seed{seed}/{wf}", sim.faults.of(wf))
         for wf, evs in by_workflow(sim.backend.read_events()).items()
     }
     completed = sum(1 for i in sim.backend.list_instances() if i.status == "COMPLETED")

@@ -232,10 +232,14 @@ class Store:
         """Rows a fetch may lease at `now` (a plain read, not a step)."""
         return self.backend.due_tasks(now, limit)
 
-    def renew(self, node: str, now: Now, key: TaskKey, version: int) -> tuple[str, Task | None]:
+    def renew(
+        self, node: str, now: Now, key: TaskKey, version: int, held_run_after: int
+    ) -> tuple[str, Task | None]:
         """`renew_lease`: `run_after = now + lease`, version+1, if the row still has `version`.
 
-        Returns the outcome and the row after the transaction (on a conflict, the row as it is).
+        `held_run_after` is the lease the caller holds (logged: a trace check compares it with
+        the lease it gave). Returns the outcome and the row after the transaction (on a
+        conflict, the row as it is).
         """
         wf = key.task_id
 
@@ -249,7 +253,8 @@ class Store:
                 outcome, after = "renewed", new
             else:
                 outcome, after = "conflict", row
-            self._record(tx, wf, n, node, t, "renew", {"task_version": version}, outcome)
+            args = {"task_version": version, "held_run_after": held_run_after}
+            self._record(tx, wf, n, node, t, "renew", args, outcome)
             return outcome, after
 
         return self._txn(body)
@@ -268,19 +273,20 @@ class Store:
             else:
                 row = tx.read_task(key)
                 outcome = self.decide.classify_failed_remove(row, held_run_after)
-            self._record(tx, wf, n, node, t, "remove", {"task_version": version}, outcome)
+            args = {"task_version": version, "held_run_after": held_run_after}
+            self._record(tx, wf, n, node, t, "remove", args, outcome)
             return outcome, row
 
         return self._txn(body)
 
     def reschedule_retry(
         self, node: str, now: Now, key: TaskKey, version: int, run_after: int | None = None,
-        *, delay_ms: int | None = None,
+        *, delay_ms: int | None = None, held_run_after: int,
     ) -> tuple[str, Task | None]:
         """Finish after a failed run: PENDING at a later `run_after`, version+1.
 
         Give `delay_ms` instead of `run_after` for a row due that long after the transaction's
-        own time (read under the lock, as for `schedule`).
+        own time (read under the lock, as for `schedule`). `held_run_after`: the lease held.
         """
         wf = key.task_id
         if (run_after is None) == (delay_ms is None):
@@ -298,14 +304,18 @@ class Store:
                 outcome, after = "rescheduled", new
             else:
                 outcome, after = "conflict", row
-            args = {"task_version": version, "run_after": due}
+            args = {"task_version": version, "run_after": due, "held_run_after": held_run_after}
             self._record(tx, wf, n, node, t, "reschedule_retry", args, outcome)
             return outcome, after
 
         return self._txn(body)
 
-    def mark_failed(self, node: str, now: Now, key: TaskKey, version: int) -> tuple[str, Task | None]:
-        """Past `max_retries`: the row becomes FAILED (dead letter) and so does the instance."""
+    def mark_failed(
+        self, node: str, now: Now, key: TaskKey, version: int, held_run_after: int
+    ) -> tuple[str, Task | None]:
+        """Past `max_retries`: the row becomes FAILED (dead letter) and so does the instance.
+
+        `held_run_after`: the lease held (logged, as on every finishing write)."""
         wf = key.task_id
 
         def body(tx: Txn) -> tuple[str, Task | None]:
@@ -322,7 +332,8 @@ class Store:
                 outcome, after = "failed", new
             else:
                 outcome, after = "conflict", row
-            self._record(tx, wf, n, node, t, "mark_failed", {"task_version": version}, outcome)
+            args = {"task_version": version, "held_run_after": held_run_after}
+            self._record(tx, wf, n, node, t, "mark_failed", args, outcome)
             return outcome, after
 
         return self._txn(body)

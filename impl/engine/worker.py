@@ -14,6 +14,15 @@ The reference's `renewLease` fails there and the run goes on unrenewed, so a han
 outlives its lease then overlaps a fetch on another node. With `Gates.renew_adopts_rerun`
 (this engine's default) the run renews at the row's new version and remembers that a rerun is
 owed; instead of removing the row, it runs again at once.
+
+The worker counts a `lapse` (`faults.py`) when its lease ended while it was held up: a step it
+meant to take before the lease's end (a store call it reached, a wake-up it slept until, a
+queued task the taker takes at once) happened at or after that end (a pause, a stall, a slow
+commit). The trace header carries the count, so that `tla/TraceEngine.tla` may let that lease
+lapse. A lease that ends because the code planned no step before it (renewal off, or a bug that
+stops renewing or drops the task) is not a fault and is not counted: the trace check then says
+which lease was not kept. The store logs the held `run_after` (`held_run_after`) on every finishing write and
+renewal: it is what tells a rerun from a lost lease.
 """
 
 from __future__ import annotations
@@ -35,14 +44,37 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
+def _lapsed(node: Node, held: Task, meant: int) -> None:
+    """Count a lapse if `held`'s lease ended between `meant` (when the code meant to act) and now.
+
+    Read after the step, so a step that committed in time but returned late counts too: the
+    count may be high, never low, which is the side a budget may err on.
+    """
+    if meant < held.run_after <= node.clock.now_ms():
+        node.faults.lapse(node.name, held.task_id, held.run_after)
+
+
+def _step(node: Node, held: Task, call: Any, label: str, meant: int | None = None) -> Fiber[Any]:
+    """One store call on `held`'s lease (meant for now, or for `meant`), counting a lapse."""
+    at = node.clock.now_ms() if meant is None else meant
+    value = yield Call(call, label)
+    _lapsed(node, held, at)
+    return value
+
+
 def run_task(node: Node, item: QueuedTask) -> Fiber[None]:
     """Run `item` on `node` until its row is removed, retried, dead-lettered or lost."""
     s, store, now = node.settings, node.store, node.clock.now_ms
     held: Task = item.task
     wf = held.task_id
+    # A queued task is meant to run at once: from its write (its lease began then).
+    meant: int | None = held.run_after - store.lease_ms
     for _ in range(s.max_finish_attempts):
         version = held.version
-        inst = yield Call(lambda: store.run_start(node.name, now, wf, item.source, version), "run_start")
+        inst = yield from _step(
+            node, held, lambda: store.run_start(node.name, now, wf, item.source, version), "run_start", meant
+        )
+        meant = None
         node.monitor.begin(wf, node.name)
         try:
             step, duration = _handler(node, inst, held)
@@ -51,8 +83,8 @@ def run_task(node: Node, item: QueuedTask) -> Fiber[None]:
             state = _json(step.state) if step is not None else ""
             value = _json(step.value) if step is not None and step.result == "completed" else None
             inst_version = inst.version if inst is not None else 0
-            saved = yield Call(
-                lambda: store.run_end(node.name, now, wf, inst_version, result, state, value), "run_end"
+            saved = yield from _step(
+                node, held, lambda: store.run_end(node.name, now, wf, inst_version, result, state, value), "run_end"
             )
         finally:
             node.monitor.end(wf, node.name)
@@ -64,8 +96,8 @@ def run_task(node: Node, item: QueuedTask) -> Fiber[None]:
         if rerun_owed:
             continue
         h = held
-        outcome, row = yield Call(
-            lambda: store.remove(node.name, now, h.key, h.version, h.run_after), "remove"
+        outcome, row = yield from _step(
+            node, h, lambda: store.remove(node.name, now, h.key, h.version, h.run_after), "remove"
         )
         if outcome != "rerun" or row is None:
             return  # removed; removed elsewhere; or our lease was lost and the row is not ours
@@ -105,6 +137,7 @@ def _work(node: Node, held: Task, duration: int) -> Fiber[tuple[Task, bool]]:
         wake = min(end, held.run_after - s.renew_interval_ms) if renewing else end
         if wake > t:
             yield Sleep(wake - t)
+            _lapsed(node, held, wake)  # woke at or past the lease's end, meaning to act before it
             continue
         held, owed, renewing = yield from _renew(node, held)
         rerun_owed = rerun_owed or owed
@@ -114,13 +147,17 @@ def _work(node: Node, held: Task, duration: int) -> Fiber[tuple[Task, bool]]:
 def _renew(node: Node, held: Task) -> Fiber[tuple[Task, bool, bool]]:
     """One renewal: the row now held, whether a rerun is owed, whether to keep renewing."""
     store, now = node.store, node.clock.now_ms
-    outcome, row = yield Call(lambda: store.renew(node.name, now, held.key, held.version), "renew")
+    outcome, row = yield from _step(
+        node, held, lambda: store.renew(node.name, now, held.key, held.version, held.run_after), "renew"
+    )
     if outcome == "renewed" and row is not None:
         return row, False, True
     if node.gates.renew_adopts_rerun and row is not None and decide.is_rerun_signal(row, held):
         # A rerun was recorded on our lease: adopt the row's version, and renew at it.
         adopted = row
-        outcome, again = yield Call(lambda: store.renew(node.name, now, held.key, adopted.version), "renew")
+        outcome, again = yield from _step(
+            node, adopted, lambda: store.renew(node.name, now, held.key, adopted.version, adopted.run_after), "renew"
+        )
         if outcome == "renewed" and again is not None:
             return again, True, True
         return adopted, True, False
@@ -133,15 +170,19 @@ def _retry_or_fail(node: Node, held: Task) -> Fiber[None]:
         yield from _mark_failed(node, held)
         return
     delay = decide.retry_delay_ms(held, s.retry_backoff_ms)
-    yield Call(
-        lambda: store.reschedule_retry(node.name, now, held.key, held.version, delay_ms=delay),
+    yield from _step(
+        node, held,
+        lambda: store.reschedule_retry(node.name, now, held.key, held.version, delay_ms=delay,
+                                       held_run_after=held.run_after),
         "reschedule_retry",
     )
 
 
 def _mark_failed(node: Node, held: Task) -> Fiber[None]:
     store, now = node.store, node.clock.now_ms
-    outcome, _ = yield Call(lambda: store.mark_failed(node.name, now, held.key, held.version), "mark_failed")
+    outcome, _ = yield from _step(
+        node, held, lambda: store.mark_failed(node.name, now, held.key, held.version, held.run_after), "mark_failed"
+    )
     if outcome == "failed":
         from impl.engine.node import WorkflowFailed
 

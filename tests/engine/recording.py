@@ -7,8 +7,9 @@ test's nodes used is then exported, one trace per workflow, for `leaseproof trac
     <dir>/engine-tests-gates-off/<test>-<wf>.ndjson  a protecting gate off (see UNSAFE_GATES):
                                                      rejected wherever the test shows its bug
 
-A store whose nodes use swapped decisions (the mutant catalogue, `impl/engine/mutants.py`) is
-not exported: `leaseproof engine mutants` writes those traces on purpose.
+A store whose nodes use swapped decisions (the mutant catalogue, `impl/engine/mutants.py`), or
+whose nodes were built while a bug was planted in the engine's code (`planting`, used by
+`known_bad.py`), is not exported: those traces are written on purpose elsewhere.
 
 Two things tests do lie outside `tla/Engine.tla`'s callers, and their traces say so in the
 header's `features` (the checker skips them, with the reason):
@@ -20,22 +21,27 @@ header's `features` (the checker skips them, with the reason):
 
 The header comes from the nodes the test built (`Node.__init__` is wrapped while recording):
 their names, gates (with the store's bump setting, which is the one that acts), settings, and
-the crashes the test injected (`Node.crash` is counted), so that the trace spec gets the same
-constants and crash budget as the run had.
+the hidden faults (`faults`): every crash the test injected on the store's nodes (`Node.crash`
+is counted, and each counts for every workflow of the store) and the lapses the nodes saw
+(`impl/engine/faults.py`), so that the trace spec gets the same constants and fault budget as
+the run had.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from impl import trace
 from impl.engine import decide
 from impl.engine.export import by_workflow, engine_header, features
+from impl.engine.faults import FaultLog, combined
 from impl.engine.model import Gates, Settings
 from impl.engine.node import Node
 from impl.engine.queue import ExecutionQueue
@@ -74,6 +80,7 @@ class StoreRun:
     gates: Gates | None = None
     settings: Settings | None = None
     crashes: int = 0
+    logs: list[FaultLog] = field(default_factory=list)
     mutant: bool = False
     features: set[str] = field(default_factory=set)
     in_flight: dict[tuple[str, str, str], int] = field(default_factory=dict)
@@ -94,10 +101,12 @@ class Recorder:
         r = self.runs.setdefault(id(store.backend), StoreRun(store.backend))
         if node.name not in r.nodes:
             r.nodes.append(node.name)
+        if all(log is not node.faults for log in r.logs):
+            r.logs.append(node.faults)
         if r.gates is None:
             r.gates = replace(node.gates, bump_task_version_on_honored_lease=store.bump)
             r.settings = node.settings
-        r.mutant = r.mutant or store.decide is not decide
+        r.mutant = r.mutant or store.decide is not decide or _planting > 0
 
     def saw_direct_call(self, backend: Any) -> None:
         """A test called a store, scheduler or queue operation itself."""
@@ -144,14 +153,30 @@ class Recorder:
             names = sorted(set(r.nodes) | {e.node for e in events})
             run = self.run if len(self.runs) == 1 else f"{self.run}-store{index}"
             for wf, evs in by_workflow(events).items():
+                seen = combined(r.logs, wf)
+                # Crashes: the test's count for the whole store (a node's log counts only those
+                # that hit it while it held the workflow, and tests crash nodes themselves).
+                faults = {**seen, "crash": r.crashes}
                 head = engine_header(r.gates, r.settings, names, f"{run}/{wf}",
-                                     sorted(set(features(evs)) | r.features), r.crashes)
+                                     sorted(set(features(evs)) | r.features), faults)
                 path = where / (_SAFE.sub("_", f"{run}-{wf}") + ".ndjson")
                 paths.append(trace.write(path, head, (e.line() for e in evs)))
         return paths
 
 
 _active: Recorder | None = None
+_planting = 0  # > 0 while a test has a bug planted in impl/engine (known_bad.py)
+
+
+@contextlib.contextmanager
+def planting() -> Iterator[None]:
+    """While inside, nodes built belong to a broken engine: their stores are not exported."""
+    global _planting
+    _planting += 1
+    try:
+        yield
+    finally:
+        _planting -= 1
 
 
 def active() -> Recorder | None:

@@ -40,7 +40,8 @@ def test_a_simulation_is_written_one_trace_per_workflow_with_its_header(recorder
     heads = headers(tmp_path / "engine-tests")
     assert len(heads) == len(run.traces) == 2
     for head in heads:
-        assert head["nodes"] == ["n1", "n2"] and head["settings"]["node_crashes"] == 1
+        assert head["nodes"] == ["n1", "n2"] and head["faults"]["crash"] == 1
+        assert "node_crashes" not in head["settings"]
         assert head["gates"] == run.sim.gates.header()
         assert not {"direct_calls", "concurrent_calls"} & set(head.get("features", []))
 

@@ -64,3 +64,18 @@ def test_many_seeds_with_faults(seed: int) -> None:
     settings = Settings(lease_ms=1_000, renew_interval_ms=300)
     run = simulate(seed=seed, workflows=20, settings=settings, faults=Faults(crash=0.0005, pause=0.01), max_steps=60_000)
     assert run.sim.monitor.overlaps == 0
+
+
+def test_a_crash_counts_for_the_workflows_the_node_held_and_no_others() -> None:
+    from impl.engine.sim import Simulation
+
+    sim = Simulation(seed=0, fetch_loops=False)
+    sim.spawn("n1", sim.nodes["n1"].start("held", "approval", {}), "start:held")
+    assert sim.run_until(lambda: len(sim.nodes["n1"].queue) == 1)
+    sim.crash("n1")  # n1 held a copy of `held`
+    sim.spawn("n2", sim.nodes["n2"].start("elsewhere", "approval", {}), "start:elsewhere")
+    assert sim.run_until(lambda: len(sim.nodes["n2"].queue) == 1)
+    sim.crash("n1")  # n1 holds nothing now
+    assert sim.faults.of("held") == {"crash": 1}
+    assert sim.faults.of("elsewhere") == {}
+    assert sim.crashes == 2

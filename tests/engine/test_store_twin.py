@@ -73,13 +73,13 @@ class TwinMachine(RuleBasedStateMachine):
         held = self.held[wf]
         now = self.clock.now_ms()
         if op == "renew":
-            out = self.both(lambda s: s.renew(node, now, held.key, held.version))
+            out = self.both(lambda s: s.renew(node, now, held.key, held.version, held.run_after))
         elif op == "remove":
             out = self.both(lambda s: s.remove(node, now, held.key, held.version, held.run_after))
         elif op == "reschedule_retry":
-            out = self.both(lambda s: s.reschedule_retry(node, now, held.key, held.version, now + 30))
+            out = self.both(lambda s: s.reschedule_retry(node, now, held.key, held.version, now + 30, held_run_after=held.run_after))
         else:
-            out = self.both(lambda s: s.mark_failed(node, now, held.key, held.version))
+            out = self.both(lambda s: s.mark_failed(node, now, held.key, held.version, held.run_after))
         if out[0] in ("renewed", "rescheduled") and out[1] is not None:
             self.held[wf] = out[1]
         elif op != "renew":

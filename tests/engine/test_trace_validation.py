@@ -29,6 +29,7 @@ from impl.engine.urls import open_backend
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "traces" / "corpus" / "engine"
+SCHEMA = ROOT / "traces" / "schema"  # this checkout's (see tests/engine/test_trace_budgets.py)
 FIX_OFF = Gates(honour_check=False, force_signal_workflow_exec_in_scheduler=False)
 
 
@@ -51,7 +52,7 @@ def second_run_start(text: str) -> int | None:
 def traces_of(run, label: str) -> list[Trace]:
     out = []
     for wf, text in run.traces.items():
-        t = parse_trace(text, f"{label}/{wf}")
+        t = parse_trace(text, f"{label}/{wf}", SCHEMA)
         assert isinstance(t, Trace), t
         out.append(t)
     return out
@@ -74,7 +75,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     assert bug.sim.monitor.overlaps > 0, "the fix-off simulation must run some workflow twice at once"
     double = {f"fix-off/{wf}": second_run_start(text) for wf, text in bug.traces.items()}
     bad = [t for t in traces_of(bug, "fix-off") if double[t.source] is not None]
-    items: list[Trace | TraceVerdict] = [read_trace_file(Path(p)) for p in corpus] + good + bad
+    items: list[Trace | TraceVerdict] = [read_trace_file(Path(p), SCHEMA) for p in corpus] + good + bad
     verdicts = check_traces(items, load_systems(ROOT), Tlc.locate())
     return {"verdicts": {v.source: v for v in verdicts}, "corpus": corpus, "good": good, "bad": bad,
             "double": double}

@@ -1,0 +1,51 @@
+"""The known-bad engine traces (`known_bad.py`): recorded from the engine with one bug planted,
+re-recorded byte for byte by their recipe, and rejected at the line that shows the bug, naming
+the property."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.check.runner import Tlc
+from conformance.traces.check import check_traces
+from conformance.traces.read import read_trace_file
+from conformance.traces.system import load_systems
+from conformance.traces.trace import TraceKind
+from impl.engine import model, worker
+
+from .known_bad import CORPUS, RECIPES, ROOT, record
+
+SCHEMA = ROOT / "traces" / "schema"  # this checkout's (see test_trace_budgets.py)
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda r: r.file)
+def test_a_recipe_records_its_corpus_file_again_and_restores_the_code(recipe) -> None:
+    before = (worker.run_task, model.Task.is_due)
+    text, _line = record(recipe)
+    assert (worker.run_task, model.Task.is_due) == before
+    assert text == (CORPUS / recipe.file).read_text(encoding="utf-8")
+
+
+@pytest.mark.tlc
+def test_each_known_bad_trace_is_rejected_at_its_line_naming_the_property() -> None:
+    paths = [CORPUS / r.file for r in RECIPES]
+    items = [read_trace_file(p, SCHEMA) for p in paths]
+    verdicts = {v.source: v for v in check_traces(items, load_systems(ROOT), Tlc.locate())}
+    for recipe, path in zip(RECIPES, paths):
+        v = verdicts[str(path)]
+        line = recipe.shows(path.read_text(encoding="utf-8"))
+        assert v.kind is TraceKind.REJECTED, v.describe()
+        assert v.line == line, v.describe()
+        assert f"breaks {recipe.names}" in v.describe(), v.describe()
+
+
+def test_without_the_planted_bug_no_fetch_leases_a_row_under_a_lease() -> None:
+    """The bug is the planted line's: the same simulations of the real engine never show it."""
+    from impl.engine.simulate import simulate
+
+    recipe = next(r for r in RECIPES if r.file == "fetch-under-lease.ndjson")
+    for seed in recipe.seeds[:3]:
+        run = simulate(seed=seed, max_steps=40_000, **recipe.sim)
+        assert [recipe.shows(text) for text in run.traces.values()] == [None] * len(run.traces)
