@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+from collections import Counter
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,6 +105,9 @@ class Simulation:
         # spec's `Holds`). Identified by id() of the invocation.
         self.lapsed: set[int] = set()
         self.overlaps = 0
+        # The hidden faults injected, by the header's kind (recording.FAULT_KINDS); failed acks
+        # and offers are counted by the store's fault plan as they fire.
+        self.injected: Counter[str] = Counter()
         self._graveyard: list[Any] = []  # a crashed node's handlers: kept, never resumed or closed
 
     # -- setup --------------------------------------------------------------------------------
@@ -207,6 +211,7 @@ class Simulation:
         node.reserve(inv)
         if reject:
             self.faults_used += 1
+            self.injected["reject"] += 1
             node.reject(inv)
             return
         for m in self._live():
@@ -245,6 +250,7 @@ class Simulation:
 
     def _crash(self, n: str) -> None:
         self.dead.append(n)
+        self.injected["crash"] += 1
         self._graveyard.extend(self.running[n])
         self.running[n] = []
 
@@ -277,8 +283,10 @@ class Simulation:
             self._poll(act[1], reject=True)
         elif kind == "close":
             self.closing.add(act[1])
+            self.injected["close"] += 1
         elif kind == "lag":
             self.lags_used += 1
+            self.injected["heartbeat_lag"] += 1  # one late heartbeat of the node, until it next runs
             self.lagging.add(act[1])
         elif kind == "ack_fault":
             self.faults_used += 1
@@ -347,7 +355,11 @@ class Simulation:
             feats.append("handler_throws")
         return recording.export(path, self.queue, system=view, settings=cfg.settings, gates=cfg.gates,
                                 nodes=["producer" if cfg.system == "workqueue" else "client", *cfg.nodes],
-                                run=run, features=feats)
+                                run=run, features=feats, faults=self.fault_counts())
+
+    def fault_counts(self) -> dict[str, int]:
+        """The hidden faults this run injected, as the header's `faults` (both views)."""
+        return recording.fault_counts(self.queue, **self.injected)
 
 
 def seeded(config: SimConfig, seed: int) -> Simulation:
