@@ -317,10 +317,14 @@ Unstall ==
     /\ Resume(E.node)
     /\ UNCHANGED <<traceVars, spent, lastAt>>
 
+\* c logs no line after the next one's position: only such a node may have crashed.
+Done(c) == \A j \in (l + 1)..Lines : Traces[t][j].node # c
+
 \* c crashed (its lines stop, its entries lapse), when the jump needs it; one crash per node.
 CrashStep ==
     /\ l < Lines
     /\ \E c \in Consumers :
+          /\ Done(c)
           /\ \E e \in Entries : OverdueAt(c, e)
           /\ Crash(c)
           /\ Pay("crash")
@@ -343,7 +347,8 @@ CloseStep ==
 \* <<after the step, allowed>>, as NoOverlappingInvocations').
 CanExcuse(c) ==
     \/ Silent(c)
-    \/ \E k \in {"heartbeat_lag", "pause", "crash"} : spent[k] < Budget[k]
+    \/ \E k \in {"heartbeat_lag", "pause"} : spent[k] < Budget[k]
+    \/ Done(c) /\ spent["crash"] < Budget["crash"]
     \/ ~CloseWaitsForHandlers /\ spent["close"] < Budget["close"]
 LapseUnpaid ==
     /\ l < Lines /\ Gap > 0
