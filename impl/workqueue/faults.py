@@ -21,6 +21,9 @@ class FaultPlan:
 
     def __init__(self) -> None:
         self._left: Counter[tuple[str, str | None]] = Counter()
+        # The faults that fired, by op: what the run injected, for the trace header's `faults`
+        # (a planned fault that never fires injected nothing).
+        self.fired: Counter[str] = Counter()
         self._lock = threading.Lock()
 
     def fail(self, op: str, node: str | None = None, times: int = 1) -> None:
@@ -34,4 +37,5 @@ class FaultPlan:
             for key in ((op, node), (op, None)):
                 if self._left[key] > 0:
                     self._left[key] -= 1
+                    self.fired[op] += 1
                     raise StoreFault(f"injected fault: {op} by {node} did not commit")

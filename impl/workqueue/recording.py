@@ -25,10 +25,29 @@ OPS = {
 }
 
 
+# The hidden faults a run may inject, as the header's `faults` names them (and the system
+# files' `faults:` list them): the trace specs take at most that many of each.
+FAULT_KINDS = ("crash", "pause", "heartbeat_lag", "close", "ack_fail", "reject", "offer_fail")
+
+
+def fault_counts(steps: Steps, **counted: int) -> dict[str, int]:
+    """The header's `faults`: the store faults that fired (failed acks and offers, from the fault
+    plan) plus the `counted` ones the caller injected itself (crashes, lags, closes, executor
+    rejections); kinds with a count of 0 are left out (a kind left out counts 0)."""
+    fired = steps.faults.fired
+    counts = {"ack_fail": fired["ack"], "offer_fail": fired["offer"], **counted}
+    unknown = sorted(set(counts) - set(FAULT_KINDS))
+    if unknown:
+        raise ValueError(f"unknown fault kind(s) {unknown}; known: {list(FAULT_KINDS)}")
+    return {k: counts[k] for k in FAULT_KINDS if counts.get(k)}
+
+
 def export(path: Path, steps: Steps, *, system: str, settings: Settings, gates: Gates,
-           nodes: Iterable[str], run: str | None = None, features: Iterable[str] = ()) -> Path:
+           nodes: Iterable[str], run: str | None = None, features: Iterable[str] = (),
+           faults: dict[str, int] | None = None) -> Path:
     """Write the `system` view (`workqueue` or `command`) of the trace recorded under `steps`'
-    prefix to `path`."""
+    prefix to `path`. `faults`: the hidden faults the run injected, by kind (`fault_counts`);
+    both views of one run carry the same counts."""
     if system not in OPS:
         raise ValueError(f"system must be one of {sorted(OPS)}, not {system!r}")
     events = [ev for ev in steps.events() if ev["op"] in OPS[system]]
@@ -37,11 +56,16 @@ def export(path: Path, steps: Steps, *, system: str, settings: Settings, gates: 
     # times against a fresh TIME) each fall within a millisecond of the true stamp: up to 2 ms
     # apart. The header says so, and the trace spec allows that much (TraceWorkQueue's
     # ClockSlack); a simulated server's clock does not move within a step: held to the ms.
+    # `wall_clock`: the times are a real clock's, where a process may stall with nothing
+    # injected; TraceWorkQueue then allows a lag or stall the trace's own times show.
     simulated = type(steps.client).__module__.startswith("fakeredis")
     head = trace.header(system, gates=gates.as_dict(),
                         settings={**settings.as_dict(), "clock_slack_ms": 0 if simulated else 2,
-                                  "drained": _drained(steps)},
+                                  "wall_clock": not simulated, "drained": _drained(steps)},
                         nodes=names or ["none"], run=run, features=features)
+    counts = {k: v for k, v in (faults or {}).items() if v}
+    if counts:
+        head["faults"] = dict(sorted(counts.items()))
     return trace.write(path, head, events)
 
 

@@ -84,7 +84,7 @@ def connect(url: str) -> Any:
 
 
 def _consumer_process(url: str, prefix: str, name: str, settings: dict[str, Any], gates: dict[str, bool],
-                      seed: int, stop: Any, ready: Any) -> None:
+                      seed: int, stop: Any, ready: Any, counts: Any) -> None:
     client = redis.Redis.from_url(url)
     st, gt = Settings(**settings), Gates(**gates)
     queue = QueueStore(client, prefix, url=url)
@@ -95,6 +95,9 @@ def _consumer_process(url: str, prefix: str, name: str, settings: dict[str, Any]
     ready.set()
     stop.wait()
     consumer.close(timeout_s=30)
+    # The executor's rejections (a saturated executor: a permit given back just before its
+    # thread ends): not injected, but a fault the trace spec must be given a budget for.
+    counts.put((name, consumer.node.stats["rejected"]))
 
 
 def run(config: RunConfig) -> dict[str, Any]:
@@ -109,13 +112,14 @@ def run(config: RunConfig) -> dict[str, Any]:
     names = [f"consumer-{i + 1}" for i in range(config.consumers)]
     ctx = mp.get_context("spawn")
     stop = ctx.Event()
+    counts = ctx.Queue()
     procs, readies = [], []
     try:
         for i, name in enumerate(names):
             ready = ctx.Event()
             p = ctx.Process(target=_consumer_process, daemon=True,
                             args=(config.redis_url, prefix, name, asdict(config.settings),
-                                  config.gates.as_dict(), config.seed * 1000 + i, stop, ready))
+                                  config.gates.as_dict(), config.seed * 1000 + i, stop, ready, counts))
             p.start()
             procs.append(p)
             readies.append(ready)
@@ -136,18 +140,29 @@ def run(config: RunConfig) -> dict[str, Any]:
         elapsed = time.monotonic() - t0
     finally:
         stop.set()
+        rejected = 0
+        for _ in procs:
+            try:
+                rejected += counts.get(timeout=40)[1]
+            except Exception:  # a consumer that died reports nothing; its lines still show
+                break
         for p in procs:
             p.join(40)
             if p.is_alive():
                 p.terminate()
     statuses = {c: cstore.status(c) or "MISSING" for c in cmds}
     external = {c: cstore.external_calls(c) for c in cmds}
+    # A run injects no fault (no crash, lag, failed ack or offer: the fault plan stays empty),
+    # and its consumers close only after every command is terminal and the stream empty: the
+    # header counts only the executors' rejections, and any lag or stall the trace needs must
+    # show in its own clock (settings.wall_clock, see tla/TraceWorkQueue.tla).
+    faults = recording.fault_counts(queue, reject=rejected)
     trace_path = recording.export(Path(config.trace_dir) / f"command-run-{prefix}.ndjson", queue, system="command",
                                   settings=config.settings, gates=config.gates, nodes=["client", *names],
-                                  run=f"workqueue run {prefix}", features=["handler_throws"])
+                                  run=f"workqueue run {prefix}", features=["handler_throws"], faults=faults)
     queue_path = recording.export(Path(config.trace_dir) / f"workqueue-run-{prefix}.ndjson", queue, system="workqueue",
                                   settings=config.settings, gates=config.gates, nodes=["client", *names],
-                                  run=f"workqueue run {prefix} (queue view)")
+                                  run=f"workqueue run {prefix} (queue view)", faults=faults)
     events = queue.events()
     out = analysis.summary(events, statuses, external)
     out["seconds"] = round(elapsed, 3)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+from collections import Counter
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,6 +105,13 @@ class Simulation:
         # spec's `Holds`). Identified by id() of the invocation.
         self.lapsed: set[int] = set()
         self.overlaps = 0
+        # The hidden faults injected, by the header's kind (recording.FAULT_KINDS); failed acks
+        # and offers are counted by the store's fault plan as they fire.
+        self.injected: Counter[str] = Counter()
+        # Per node, the invocations whose lease lapsed under its current late heartbeat (each
+        # counted once as a `heartbeat_lag`, the spec's HeartbeatLag(c, e); a new count after
+        # the node's heartbeat runs again). Identified by id() of the invocation.
+        self._lapsed_now: dict[str, set[int]] = {}
         self._graveyard: list[Any] = []  # a crashed node's handlers: kept, never resumed or closed
 
     # -- setup --------------------------------------------------------------------------------
@@ -207,6 +215,7 @@ class Simulation:
         node.reserve(inv)
         if reject:
             self.faults_used += 1
+            self.injected["reject"] += 1
             node.reject(inv)
             return
         for m in self._live():
@@ -239,12 +248,24 @@ class Simulation:
     def _tick(self) -> None:
         d = self.config.ticks[self.choose(len(self.config.ticks))]
         self.clock.advance(max(1, min(d, self._tick_room())))
+        now, vt = self.clock.now_ms(), self.config.settings.visibility_timeout_ms
         for n in self.lagging:
-            if self.clock.now_ms() - self.last_hb[n] >= self.config.settings.visibility_timeout_ms:
+            if now - self.last_hb[n] >= vt:
                 self.lapsed.update(id(r.inv) for r in self.running[n])
+            # A lease lapses when its entry has been idle for VT: since its delivery (in the
+            # poll step that started it) or the node's last heartbeat, whichever is later.
+            # A refused renewal already ended that invocation's hold.
+            for r in self.running[n]:
+                if r.inv.lost or now - max(r.inv.started_ms, self.last_hb[n]) < vt:
+                    continue
+                seen = self._lapsed_now.setdefault(n, set())
+                if id(r.inv) not in seen:
+                    seen.add(id(r.inv))
+                    self.injected["heartbeat_lag"] += 1
 
     def _crash(self, n: str) -> None:
         self.dead.append(n)
+        self.injected["crash"] += 1
         self._graveyard.extend(self.running[n])
         self.running[n] = []
 
@@ -269,6 +290,7 @@ class Simulation:
             self.nodes[act[1]].heartbeat()
             self.last_hb[act[1]] = self.clock.now_ms()
             self.lagging.discard(act[1])
+            self._lapsed_now.pop(act[1], None)
         elif kind == "tick":
             self._tick()
         elif kind == "crash":
@@ -277,6 +299,7 @@ class Simulation:
             self._poll(act[1], reject=True)
         elif kind == "close":
             self.closing.add(act[1])
+            self.injected["close"] += 1
         elif kind == "lag":
             self.lags_used += 1
             self.lagging.add(act[1])
@@ -347,7 +370,11 @@ class Simulation:
             feats.append("handler_throws")
         return recording.export(path, self.queue, system=view, settings=cfg.settings, gates=cfg.gates,
                                 nodes=["producer" if cfg.system == "workqueue" else "client", *cfg.nodes],
-                                run=run, features=feats)
+                                run=run, features=feats, faults=self.fault_counts())
+
+    def fault_counts(self) -> dict[str, int]:
+        """The hidden faults this run injected, as the header's `faults` (both views)."""
+        return recording.fault_counts(self.queue, **self.injected)
 
 
 def seeded(config: SimConfig, seed: int) -> Simulation:

@@ -113,6 +113,7 @@ def test_dead_owners_lease_expires_and_a_peer_takes_over(harness: Harness, guard
     harness.configure(gates=gates(guarded, "reclaim_retries"))
     entry = harness.offer("orphan")
     harness.features.append("crash")
+    harness.faults["crash"] += 1
     got = harness.queue.receive_new("a", harness.clock.now_ms())
     assert got is not None and got.entry == entry  # a owns it now, then "crashes"
     handled: list[str] = []
@@ -174,6 +175,7 @@ def test_close_while_a_handler_runs(harness: Harness, guarded: bool) -> None:
 
     a = harness.consumer("a", slow)
     assert wait_until(lambda: len(calls) == 1, 1.0)
+    harness.faults["close"] += 1
     closer = threading.Thread(target=a.close)
     closer.start()
     harness.consumer("b", slow)
