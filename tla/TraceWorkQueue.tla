@@ -100,9 +100,10 @@ CONSTANTS CrashBudget, PauseBudget, LagBudget, CloseBudget, RejectBudget, AckFai
 \* The header's wall_clock (a real server's times) and heartbeat_ms.
 CONSTANTS WallClock, HeartbeatMs
 
-ASSUME \A b \in {CrashBudget, PauseBudget, LagBudget, CloseBudget, RejectBudget, AckFailBudget,
-                 HeartbeatMs} : b \in Nat
-ASSUME WallClock \in BOOLEAN
+\* Each budget and WallClock holds one value per trace of the batch (per_trace in the system file:
+\* counts differ from run to run, and as constants they would split the batches): trace t's is
+\* CrashBudget[t], and so on.
+ASSUME HeartbeatMs \in Nat
 
 VARIABLES
     t,      \* which trace of the batch
@@ -114,8 +115,8 @@ VARIABLES
 
 traceVars == <<t, l, clock, ids>>
 
-Budget == [crash |-> CrashBudget, pause |-> PauseBudget, heartbeat_lag |-> LagBudget,
-           close |-> CloseBudget, reject |-> RejectBudget, ack_fail |-> AckFailBudget]
+Budget == [crash |-> CrashBudget[t], pause |-> PauseBudget[t], heartbeat_lag |-> LagBudget[t],
+           close |-> CloseBudget[t], reject |-> RejectBudget[t], ack_fail |-> AckFailBudget[t]]
 
 \* Take one fault of kind k, if the run injected one more.
 Pay(k) == spent[k] < Budget[k] /\ spent' = [spent EXCEPT ![k] = @ + 1]
@@ -284,7 +285,7 @@ TraceTick ==
 
 \* In a wall-clock trace, c has logged nothing from its last line to the next line's time for as
 \* long as a stall must last to let an entry it renews every HB reach VT (see the header).
-Silent(c) == WallClock /\ E.now - lastAt[c] >= VT - Min(HeartbeatMs, VT \div 3)
+Silent(c) == WallClock[t] /\ E.now - lastAt[c] >= VT - Min(HeartbeatMs, VT \div 3)
 
 \* A lag or stall of c: paid from kind k's budget, or free where the trace's clock shows it.
 PayOrSilent(c, k) == IF Silent(c) THEN UNCHANGED spent ELSE Pay(k)

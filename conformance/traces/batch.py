@@ -32,7 +32,7 @@ from conformance.output.values import format_value, parse_value
 from conformance.output.verdict import Kind, Verdict, verdict_from_output
 from conformance.tlc.command import TlcInvocation, tlc_command
 from conformance.tlc.process import run_tlc
-from conformance.traces.system import System, constants_for
+from conformance.traces.system import System, constants_for, per_trace
 from conformance.traces.to_tla import tla_value, trace_literal
 from conformance.traces.trace import Diff, Trace, TraceKind, TraceVerdict
 
@@ -70,8 +70,10 @@ def group(traces: list[Trace], system: System, batch_size: int) -> list[Batch]:
     traces and `MAX_BATCH_EVENTS` events (a longer trace has a batch of its own)."""
     groups: dict[str, list[Trace]] = defaultdict(list)
     consts: dict[str, tuple[tuple[str, Any], ...]] = {}
+    each = per_trace(system)
     for t in traces:
-        c = tuple(sorted(constants_for(system, t).items()))
+        # Per-trace constants (fault counts) do not split batches: each trace gets its own value.
+        c = tuple(sorted((n, v) for n, v in constants_for(system, t).items() if n not in each))
         key = json.dumps(c, sort_keys=True)
         groups[key].append(t)
         consts[key] = c
@@ -107,6 +109,10 @@ def render_batch(batch: Batch) -> dict[str, str]:
     """The generated files of a batch: TraceData.tla, TraceRun.tla, TraceRun.cfg."""
     literals = [trace_literal(t.events, batch.system.time_fields, label=t.source) for t in batch.traces]
     constants = [(n, constant_text(n, v)) for n, v in batch.constants]
+    # Per-trace constants: <<value for trace 1, ..., trace n>>, in the batch's order (Traces[t]).
+    for n in sorted(per_trace(batch.system)):
+        values = [constants_for(batch.system, t)[n] for t in batch.traces]
+        constants.append((n, "<<" + ", ".join(constant_text(n, v) for v in values) + ">>"))
     env = _env()
     return {
         "TraceData.tla": env.get_template("TraceData.tla.j2").render(count=len(literals), system=batch.system.name, traces=literals),
@@ -245,7 +251,8 @@ def inconclusive_reason(batch: Batch, verdict: Verdict, output: str) -> str:
     else:
         where = f"after all {done} events were explained"
     if done == 0:
-        where += "; with the constants its header gives: " + ", ".join(f"{n} = {constant_text(n, v)}" for n, v in batch.constants)
+        given = sorted(constants_for(batch.system, trace).items())
+        where += "; with the constants its header gives: " + ", ".join(f"{n} = {constant_text(n, v)}" for n, v in given)
     return f"{trace.source}: {what}; TLC stopped {where}"
 
 

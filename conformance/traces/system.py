@@ -150,6 +150,12 @@ def numbered(how: dict[str, Any], trace: Trace) -> list[int]:
     return list(range(1, n + 1))
 
 
+def per_trace(system: System) -> frozenset[str]:
+    """The constants given one value per trace of a batch (`per_trace: true`): a sequence the
+    spec indexes with its trace number, left out of the key that groups traces into batches."""
+    return frozenset(n for n, how in system.constants.items() if how.get("per_trace"))
+
+
 def constants_for(system: System, trace: Trace) -> dict[str, Any]:
     """The spec's constants for `trace`, from its header or its size (traces are grouped by
     these)."""

@@ -311,3 +311,20 @@ def test_cli_gives_each_hostile_file_its_own_verdict(tmp_path: Path) -> None:
     assert lines["float.ndjson"].startswith("MALFORMED") and "5.5 is not an integer" in lines["float.ndjson"]
     assert lines["feature.ndjson"].startswith("MALFORMED") and "'teleport' unknown" in lines["feature.ndjson"]
     assert "1 of 1 in-scope runs accepted, 0 skipped, 5 malformed" in proc.stdout
+
+
+def test_per_trace_constants_do_not_split_batches() -> None:
+    # Fault counts differ from run to run: as batch constants they would put every distinct
+    # count in a TLC run of its own. Per trace, one batch holds them all, each with its own.
+    from conformance.traces.batch import group, render_batch
+
+    root = Path(__file__).resolve().parents[2]
+    wq = load_systems(root)["workqueue"]
+    t = read_trace_file(next((root / "traces" / "corpus" / "workqueue" / "accepted").glob("sim-*.ndjson")))
+    assert isinstance(t, Trace)
+    other = Trace("other", {**t.header, "faults": {**t.header.get("faults", {}), "heartbeat_lag": 7}}, t.events)
+    batches = group([t, other], wq, batch_size=10)
+    assert len(batches) == 1 and "LagBudget" not in dict(batches[0].constants)
+    run = render_batch(batches[0])["TraceRun.tla"]
+    lag = t.header.get("faults", {}).get("heartbeat_lag", 0)
+    assert f"lp_LagBudget == <<{lag}, 7>>" in run
