@@ -49,6 +49,15 @@ def counter_ids(prefix: str) -> Callable[[], str]:
     return lambda: f"{prefix}-{next(it)}"
 
 
+def check_guard_ttl(settings: Settings) -> None:
+    """Refuse a guard TTL no longer than the heartbeat interval that renews it: a live attempt's
+    guard would lapse between two renewals, and another attempt take over (`BadSettings`)."""
+    if settings.guard_ttl_ms <= settings.heartbeat_interval_ms:
+        raise BadSettings(
+            f"guard_ttl_ms ({settings.guard_ttl_ms}) must be above the heartbeat interval "
+            f"({settings.heartbeat_interval_ms} ms), or a live attempt's guard lapses between renewals")
+
+
 class CommandClient:
     """Submitting and cancelling commands from node `node`."""
 
@@ -90,12 +99,7 @@ class CommandProcessor:
         self.store, self.node, self.clock = store, node, clock
         self.settings, self.gates, self.app = settings, gates, app
         self.attempt_ids = attempt_ids or counter_ids(node)
-        # The heartbeat renews the guard once per interval: a TTL no longer than that lets a
-        # live attempt's guard lapse between two renewals, and another attempt take over.
-        if settings.guard_ttl_ms <= settings.heartbeat_interval_ms:
-            raise BadSettings(
-                f"guard_ttl_ms ({settings.guard_ttl_ms}) must be above the heartbeat interval "
-                f"({settings.heartbeat_interval_ms} ms), or a live attempt's guard lapses between renewals")
+        check_guard_ttl(settings)
         # Test hook: runs just before each state write (after the owner check when the write is
         # the unguarded check-then-write), so a test can let the guard change hands there.
         self.before_write: Callable[[str], None] | None = None
