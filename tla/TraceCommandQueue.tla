@@ -299,7 +299,11 @@ LostRenewRunsOn(w) ==
 \* The reference's heartbeat stops renewing an attempt once a renewal finds the guard lost
 \* (impl/workqueue/commands.py): an attempt renews nothing after that.
 \* A guard_renew line is the heartbeat of its node running now: for every other guard the
-\* node holds, the first heartbeat since its last take or renewal (ghb).
+\* node holds, the first heartbeat since its last take or renewal (ghb), unless it may be the
+\* same round of the heartbeat (within half a period of that renewal: one round renews every
+\* guard of the node in turn, and a round that began before a take may not renew it).
+NextBeat(j) == E.now >= gexp[j] - GuardTTL + Heartbeat \div 2
+
 IsGuardRenew ==
     /\ Logged("guard_renew")
     /\ Worker
@@ -313,7 +317,8 @@ IsGuardRenew ==
          ELSE UNCHANGED <<gexp, gid>>
     /\ ghb' = [j \in DOMAIN ghb |->
                  IF j = K /\ guard[K] = Wk THEN -1
-                 ELSE IF ghb[j] = -1 /\ guard[j] # NoOne /\ dl[guard[j]].node = E.node
+                 ELSE IF /\ ghb[j] = -1 /\ guard[j] # NoOne /\ dl[guard[j]].node = E.node
+                         /\ NextBeat(j)
                       THEN E.now ELSE ghb[j]]
     /\ lastHb' = (E.node :> E.now) @@ lastHb
     /\ Match(t, l + 1, [renewed_after_lost |-> <<FALSE, Att \in lostRenew>>])
