@@ -201,7 +201,9 @@ Explains(k, outcome, withState) ==
               OneLiveAttempt |-> <<Cardinality(Live(k)) > 1, FALSE>>]
              @@ (IF withState
                  THEN [state |-> <<CmdAfter(k), E.state>>,
-                       guard_expires |-> <<gexp[k], IF HeldPastTTL(k) THEN E.now ELSE gexp[k]>>]
+                       guard_expires |-> IF HeldPastTTL(k)
+                                         THEN <<[expires |-> gexp[k]], [held_at |-> E.now]>>
+                                         ELSE <<0, 0>>]
                  ELSE <<>>))
     /\ (Drained /\ l + 1 = Lines) =>
           Match(t, l + 1, [EveryCommandDone |->
@@ -430,8 +432,9 @@ GuardMustGo ==
 \* stops renewing the guard of an invocation whose entry renewal was refused); and the stall is
 \* paid: by a counted stall that already paid for this gap of the node, or a new one, or
 \* nothing where the trace's clock is a real one (the gap itself is the evidence).
-TTLPassed(k) == gexp[k] <= E.now + ClockSlack
-NoHeartbeatSince(k) == ghb[k] = -1 \/ gexp[k] <= ghb[k] + ClockSlack
+\* (Redis deletes a key once its expiry is past: on the expiry's own ms it is still there.)
+TTLPassed(k) == gexp[k] < E.now + ClockSlack
+NoHeartbeatSince(k) == ghb[k] = -1 \/ gexp[k] < ghb[k] + ClockSlack
 EntryTaken(w) == \E v \in DOMAIN dl : v > w /\ dl[v].entry = dl[w].entry /\ dl[v].node # dl[w].node
 Gap(k) == <<HolderNode(k), gid[k]>>
 FreeLapse(k) == WallClock \/ EntryTaken(guard[k]) \/ Gap(k) \in paid
@@ -454,17 +457,20 @@ GuardLapses ==
     /\ GuardExpire(K)
     /\ UNCHANGED traceVars
 
-\* Never enabled: a line needs the guard gone that cannot have lapsed, and says why: its
-\* expiry is later (guard_expires: spec the expiry, trace the line's now), the holder's node
-\* renewed since without renewing it (heartbeat_before_expiry), or no counted stall is left
-\* to pay for it (counted_stalls: spec the stalls needed, trace the header's budget).
+\* Never enabled: a line needs the guard gone that cannot have lapsed, and says why: it has
+\* not expired yet (guard_expires: its expiry, and the line's now that needs it gone), the
+\* holder's node's heartbeat ran since without renewing it (heartbeat_before_expiry), or no
+\* counted stall is left to pay for it (counted_stalls: spec the stalls needed, trace the
+\* header's budget).
 NoLapse ==
     /\ GuardMustGo
     /\ wmode[guard[K]] = "running" /\ ~stale[guard[K]]
     /\ Match(t, l + 1,
-          [guard_expires |-> <<gexp[K], IF TTLPassed(K) THEN gexp[K] ELSE E.now>>,
+          [guard_expires |-> IF TTLPassed(K) THEN <<0, 0>>
+                             ELSE <<[expires |-> gexp[K]], [gone_at |-> E.now]>>,
            heartbeat_before_expiry |->
-              <<gexp[K], IF NoHeartbeatSince(K) \/ EntryTaken(guard[K]) THEN gexp[K] ELSE ghb[K]>>,
+              IF NoHeartbeatSince(K) \/ EntryTaken(guard[K]) THEN <<0, 0>>
+              ELSE <<[expires |-> gexp[K]], [heartbeat_at |-> ghb[K]]>>,
            counted_stalls |-> <<stalls + 1, IF FreeLapse(K) \/ stalls < StallBudget THEN stalls + 1
                                           ELSE StallBudget>>])
     /\ FALSE
