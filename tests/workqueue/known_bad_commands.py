@@ -14,7 +14,8 @@ records:
 bug; `record_real(plant, out, url)` the same plant on a real Redis (two consumers in this
 process). The corpus traces under traces/corpus/command/rejected/ were written by
 
-    PYTHONPATH=. python3 tests/workqueue/known_bad_commands.py traces/corpus/command/rejected
+    PYTHONPATH=. python3 tests/workqueue/known_bad_commands.py traces/corpus/command/rejected \
+        --redis redis://127.0.0.1:6379/4
 
 and tests/workqueue/test_known_bad_commands.py checks that each is rejected at its line,
 naming the property or field (see traces/corpus/command/README.md).
@@ -149,9 +150,13 @@ def record_real(plant: str, out: Path, url: str, name: str | None = None) -> Pat
     with planted(plant):
         try:
             for n in ("n1", "n2"):
-                proc = CommandProcessor(CommandStore(client, prefix, url=url), n, clock, settings, gates, SlowApp())
-                consumers.append(Consumer(QueueStore(client, prefix, url=url), n, proc.handle,
-                                          settings=settings, gates=gates, clock=clock).start())
+                store = CommandStore(client, prefix, url=url)
+                proc = CommandProcessor(store, n, clock, settings, gates, SlowApp())
+                consumer = Consumer(QueueStore(client, prefix, url=url), n, proc.handle,
+                                    settings=settings, gates=gates, clock=clock)
+                if plant == "stale_call" and n == "n1":
+                    _pause_before_the_call(store, consumer, pause_s=2 * settings.visibility_timeout_ms / 1000)
+                consumers.append(consumer.start())
             api = CommandClient(queue, cstore, "client", clock, settings, gates)
             api.submit("c1", "p")
             api.submit("c1", "p")  # a second entry of the same command, delivered at once
@@ -169,6 +174,26 @@ def record_real(plant: str, out: Path, url: str, name: str | None = None) -> Pat
     return path
 
 
+def _pause_before_the_call(store: Any, consumer: Any, pause_s: float) -> None:
+    """A process pause (as a long GC stop would be) of node n1 just before its first external
+    call: its heartbeat stops too, so its guard lapses and the peer takes the command over;
+    then n1 goes on and calls. The designed script refuses that call; the plant records it."""
+    paused = [False]
+    beat = consumer.node.heartbeat
+    consumer.node.heartbeat = lambda: None if paused[0] else beat()
+    call = store.external_call
+
+    def external_call(*args: Any, **kwargs: Any) -> int:
+        if not paused[0] and not getattr(external_call, "done", False):
+            external_call.done = True  # type: ignore[attr-defined]
+            paused[0] = True
+            time.sleep(pause_s)
+            paused[0] = False
+        return call(*args, **kwargs)
+
+    store.external_call = external_call
+
+
 # The corpus traces (file name, plant, seed): the first seeds of `config(plant)` whose trace
 # shows the bug (tests/workqueue/test_known_bad_commands.py asserts the line and the name).
 CORPUS = (
@@ -178,11 +203,30 @@ CORPUS = (
 )
 
 
+# The same plants on a real Redis (`--redis URL`): lines differ from run to run, the
+# rejection's name does not.
+REAL_CORPUS = (
+    ("real-redis-guard-taken-without-nx.ndjson", "no_nx"),
+    ("real-redis-guard-ttl-below-heartbeat.ndjson", "short_ttl"),
+    ("real-redis-stale-attempt-calls-remote.ndjson", "stale_call"),
+)
+
+
 def main(argv: list[str]) -> int:
-    out = Path(argv[0]) if argv else Path("traces/corpus/command/rejected")
+    """`known_bad_commands.py [OUT_DIR] [--redis URL]`: the simulated known-bad traces, and
+    with --redis the real-Redis ones too."""
+    url = argv[argv.index("--redis") + 1] if "--redis" in argv else None
+    rest = [a for i, a in enumerate(argv) if a != "--redis" and (i == 0 or argv[i - 1] != "--redis")]
+    out = Path(rest[0]) if rest else Path("traces/corpus/command/rejected")
     out.mkdir(parents=True, exist_ok=True)
     for name, plant, seed in CORPUS:
         print(simulate(plant, seed, out, name))
+    if url:
+        import logging
+
+        logging.getLogger("impl.workqueue").setLevel(logging.ERROR)
+        for name, plant in REAL_CORPUS:
+            print(record_real(plant, out, url, name))
     return 0
 
 

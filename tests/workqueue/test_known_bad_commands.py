@@ -1,7 +1,8 @@
 """TraceCommandQueue cannot be talked out of a rejection (TLC).
 
 - The known-bad corpus traces are what the real code records with a protecting behaviour
-  broken in it (re-recorded here byte for byte), and each is rejected at its line, naming the
+  broken in it (the simulated ones re-recorded here byte for byte), and each is rejected at
+  its line (for a real-Redis one, the line that shows the bug, found in the trace), naming the
   property or field; a header edited to hide the bug only moves the rejection.
 - Every hidden step is paid for: in a small hand-made command trace a guard lapses only once
   its TTL has passed since its last take or renewal, with no heartbeat of its node since, and
@@ -39,6 +40,40 @@ KNOWN_BAD = {
     "sim-guard-taken-without-nx.ndjson": (28, {"guard_expires", "counted_stalls"}),
     "sim-guard-ttl-below-heartbeat.ndjson": (5, {"GuardOutlivesRenewal"}),
     "sim-stale-attempt-calls-remote.ndjson": (36, {"NoStaleCall"}),
+}
+
+
+def events(path: Path) -> list[dict[str, Any]]:
+    return [e for e in map(json.loads, path.read_text().splitlines()) if e["kind"] == "event"]
+
+
+def taken_over(path: Path) -> int:
+    """The seq of the first guard_take `taken` while the guard was held (by the command's
+    previous line)."""
+    held: dict[str, Any] = {}
+    for e in events(path):
+        if e["op"] == "guard_take" and e["outcome"] == "taken" and held.get(e["cmd"]):
+            return int(e["seq"])
+        if "guard" in e["state"]:
+            held[e["cmd"]] = e["state"]["guard"]["owner"]
+    raise AssertionError(f"{path}: no guard taken over")
+
+
+def first_take(path: Path) -> int:
+    return next(int(e["seq"]) for e in events(path) if e["op"] == "guard_take")
+
+
+def stale_call(path: Path) -> int:
+    """The seq of the first external call recorded while its attempt did not own the guard."""
+    return next(int(e["seq"]) for e in events(path) if e["op"] == "external_call" and e["outcome"] == "called"
+                and e["state"]["guard"]["owner"] != e["args"]["attempt"])
+
+
+# The real-Redis known-bad traces: their line is found in the trace itself (runs differ).
+KNOWN_BAD_REAL = {
+    "real-redis-guard-taken-without-nx.ndjson": (taken_over, {"guard_expires"}),
+    "real-redis-guard-ttl-below-heartbeat.ndjson": (first_take, {"GuardOutlivesRenewal"}),
+    "real-redis-stale-attempt-calls-remote.ndjson": (stale_call, {"NoStaleCall"}),
 }
 
 
@@ -202,7 +237,7 @@ HAND_MADE = {
 @pytest.fixture(scope="module")
 def verdicts() -> dict[str, TraceVerdict]:
     """The known-bad corpus, two lying headers and the hand-made traces, checked in one call."""
-    items: list[Trace | TraceVerdict] = [read_trace_file(REJECTED / name, SCHEMAS) for name in KNOWN_BAD]
+    items: list[Trace | TraceVerdict] = [read_trace_file(REJECTED / name, SCHEMAS) for name in [*KNOWN_BAD, *KNOWN_BAD_REAL]]
     short = REJECTED / "sim-guard-ttl-below-heartbeat.ndjson"
     items += [edited(short, "heartbeat 50", heartbeat_ms=50), edited(short, "ttl 300", guard_ttl_ms=300)]
     items += [make(name) for name, (make, _) in HAND_MADE.items()]
@@ -219,6 +254,14 @@ def test_known_bad_traces_are_rejected_at_their_line_naming_it(verdicts) -> None
     for name, (line, names) in KNOWN_BAD.items():
         v = verdicts[str(REJECTED / name)]
         assert v.kind is TraceKind.REJECTED and v.line == line, f"{name}: {v.describe()}"
+        assert names <= {d.field for d in v.diffs}, f"{name}: {v.describe()}"
+
+
+def test_known_bad_real_redis_traces_are_rejected_at_the_line_that_shows_the_bug(verdicts) -> None:
+    for name, (find, names) in KNOWN_BAD_REAL.items():
+        v = verdicts[str(REJECTED / name)]
+        line = find(REJECTED / name)
+        assert v.kind is TraceKind.REJECTED and v.line == line, f"{name}: expected at event {line}, {v.describe()}"
         assert names <= {d.field for d in v.diffs}, f"{name}: {v.describe()}"
 
 
