@@ -40,15 +40,42 @@
 (* Hidden steps (leave l alone), each taken only when the next line       *)
 (* needs it, so that the search stays close to one path per trace:        *)
 (*   TraceTick                   time passes                               *)
-(*   HeartbeatLag(c, e)          a heartbeat runs late: the jump would     *)
-(*                               take a held entry to VT                   *)
-(*   Pause(c) / Resume(c)        a stall: a hand-off or a leaked record    *)
-(*                               would reach VT; resumed at c's next line  *)
-(* A crash or a close leaves, in a trace, what a stall that never ends    *)
-(* leaves (the node's lines stop, its entries lapse): Pause explains      *)
-(* both, so Crash and Close are not taken here.  Faults are all allowed   *)
-(* (a real process may always stall; rejections and failed acks are      *)
-(* logged outcomes), with a budget the trace never exhausts.              *)
+(*   LateHeartbeat               HeartbeatLag(c, e): the jump would take   *)
+(*                               an entry c holds to VT                    *)
+(*   Stall / Unstall             Pause(c) / Resume(c): a hand-off or a     *)
+(*                               leaked record would reach VT; resumed at  *)
+(*                               c's next line                             *)
+(*   CrashStep                   Crash(c): an entry of c would reach VT    *)
+(*   CloseStep                   Close(c), only where closing stops the    *)
+(*                               heartbeat (close_waits_for_handlers off)  *)
+(*                                                                         *)
+(* Every hidden fault is paid for.  The header's `faults` says how many   *)
+(* of each kind the run injected (crash, pause, heartbeat_lag, close,     *)
+(* reject, ack_fail; a kind left out is 0) and the spec takes at most     *)
+(* that many (`spent`): one heartbeat_lag per lease that lapsed under a   *)
+(* late heartbeat (HeartbeatLag is per entry), one crash or close per     *)
+(* node, one pause per stall, and the logged faults too: a `rejected`     *)
+(* invoke_start and a `failed` ack past their budget are rejected at      *)
+(* their line, naming faults.reject / faults.ack_fail.  Without them a    *)
+(* dead heartbeat, a renewal that stops at max_processing_ms or a close   *)
+(* that does not wait would all pass as a holder that stalled.            *)
+(*                                                                         *)
+(* A wall-clock trace (settings.wall_clock: a real server, where a        *)
+(* process may stall with nothing injected) may also lag or stall where   *)
+(* its own clock shows it: the node has logged no line for at least       *)
+(* VT - HB (Silent), the least a stall must last for an entry that the    *)
+(* heartbeat renewed every HB to reach VT (HB is the header's             *)
+(* heartbeat_ms, at most VT/3 here, so that a header claiming a long      *)
+(* period cannot shorten the silence).  A heartbeat thread that falls     *)
+(* behind while its node goes on logging is not excused: a trace cannot   *)
+(* tell it from a heartbeat that stopped, and the design's timing         *)
+(* assumption is that it keeps up.  A node whose only work is one long    *)
+(* call logs nothing while it runs, so there a dead heartbeat reads as a  *)
+(* stall: the limit of what a wall-clock trace shows.                     *)
+(*                                                                         *)
+(* A jump that would take a protected entry to VT with no fault left to   *)
+(* pay for it is rejected at that line, naming RenewedWithinVT: the       *)
+(* entry, its holder, and how idle it would be.                           *)
 (*                                                                         *)
 (* Besides the protocol, a trace must keep NoOverlappingInvocations: a    *)
 (* line after which two consumers both hold the entry's lease (running,   *)
@@ -67,13 +94,31 @@ CONSTANT ClockSlack
 \* finite trace can show only at an end that the run says is one).
 CONSTANT Drained
 
+\* The header's faults: how many of each hidden fault the run injected (0 when left out).
+CONSTANTS CrashBudget, PauseBudget, LagBudget, CloseBudget, RejectBudget, AckFailBudget
+
+\* The header's wall_clock (a real server's times) and heartbeat_ms.
+CONSTANTS WallClock, HeartbeatMs
+
+ASSUME \A b \in {CrashBudget, PauseBudget, LagBudget, CloseBudget, RejectBudget, AckFailBudget,
+                 HeartbeatMs} : b \in Nat
+ASSUME WallClock \in BOOLEAN
+
 VARIABLES
     t,      \* which trace of the batch
     l,      \* how many of its lines are explained
     clock,  \* ms since the trace's first line
-    ids     \* the stream ids seen so far; an entry's number is its index here
+    ids,    \* the stream ids seen so far; an entry's number is its index here
+    spent,  \* the faults taken so far, by the header's kind
+    lastAt  \* [Consumers -> ms]: when each node logged its last line (0 before its first)
 
 traceVars == <<t, l, clock, ids>>
+
+Budget == [crash |-> CrashBudget, pause |-> PauseBudget, heartbeat_lag |-> LagBudget,
+           close |-> CloseBudget, reject |-> RejectBudget, ack_fail |-> AckFailBudget]
+
+\* Take one fault of kind k, if the run injected one more.
+Pay(k) == spent[k] < Budget[k] /\ spent' = [spent EXCEPT ![k] = @ + 1]
 
 E == Traces[t][l + 1]                   \* the next line to explain
 Lines == Len(Traces[t])
@@ -127,11 +172,23 @@ Logged(op) == /\ l < Lines /\ E.op = op /\ E.now = clock /\ X \in Entries
 HoldsAfter(c, x) == x \in active'[c] /\ x \notin lagging'[c] /\ x \notin lost'[c]
 OneHolder(x) == \A c, d \in Consumers : c # d => ~(HoldsAfter(c, x) /\ HoldsAfter(d, x))
 
+\* A logged fault (a rejected invoke_start, a failed ack) is paid for like a hidden one; past its
+\* budget the line is rejected naming faults.<kind>: <<budget, the count this line would make>>.
+PayLogged(k) ==
+    IF spent[k] < Budget[k] THEN spent' = [spent EXCEPT ![k] = @ + 1]
+    ELSE Match(t, l + 1, ("faults." \o k) :> <<Budget[k], spent[k] + 1>>)
+SpendLogged(outcome) ==
+    CASE E.op = "invoke_start" /\ outcome = "rejected" /\ E.outcome = "rejected" -> PayLogged("reject")
+      [] E.op = "ack" /\ outcome = "failed" /\ E.outcome = "failed"              -> PayLogged("ack_fail")
+      [] OTHER                                                                  -> UNCHANGED spent
+
 \* The logged outcome, the idle read `read` (IdleRead) and the PEL record after the step agree
 \* with the spec, the lease has one holder, and the line is explained.  Consumed last, so that
 \* it prints only on success.
 ExplainsRead(x, outcome, read) ==
     /\ l' = l + 1 /\ UNCHANGED <<t, clock>> /\ Bind
+    /\ lastAt' = [lastAt EXCEPT ![E.node] = E.now]
+    /\ SpendLogged(outcome)
     /\ Match(t, l + 1, [outcome |-> <<outcome, E.outcome>>,
                         idle_read |-> read,
                         entry |-> <<PelView(x), LoggedPel>>,
@@ -223,7 +280,17 @@ TraceTick ==
                           IF e \in active[c] THEN Min(elapsed[c][e] + Gap, MaxProc) ELSE 0]]
     /\ clock' = E.now
     /\ UNCHANGED <<status, owner, deliveries, mode, inbox, active, permits, toAck, toRelease,
-                   lagging, stalled, leaked, lost, checked, faults, t, l, ids>>
+                   lagging, stalled, leaked, lost, checked, faults, t, l, ids, spent, lastAt>>
+
+\* In a wall-clock trace, c has logged nothing from its last line to the next line's time for as
+\* long as a stall must last to let an entry it renews every HB reach VT (see the header).
+Silent(c) == WallClock /\ E.now - lastAt[c] >= VT - Min(HeartbeatMs, VT \div 3)
+
+\* A lag or stall of c: paid from kind k's budget, or free where the trace's clock shows it.
+PayOrSilent(c, k) == IF Silent(c) THEN UNCHANGED spent ELSE Pay(k)
+
+\* Entry e of c would reach VT in the jump (c holds it, or it waits in c's hand-off).
+OverdueAt(c, e) == Overdue(e) /\ (e \in inbox[c] \/ (e \in Renewing(c) /\ owner[e] = c))
 
 \* A held invocation's heartbeat runs late, when the jump needs it.
 LateHeartbeat ==
@@ -231,28 +298,75 @@ LateHeartbeat ==
     /\ \E c \in Consumers : \E e \in active[c] :
           /\ Overdue(e) /\ owner[e] = c
           /\ HeartbeatLag(c, e)
-    /\ UNCHANGED traceVars
+          /\ PayOrSilent(c, "heartbeat_lag")
+    /\ UNCHANGED <<traceVars, lastAt>>
 
 \* c stalls, when the jump needs it for a hand-off or a leaked record that no heartbeat lag
 \* covers (HeartbeatLag applies to running calls only).
 Stall ==
     /\ l < Lines
     /\ \E c \in Consumers :
-          /\ \E e \in inbox[c] \cup leaked[c] :
-                Overdue(e) /\ (e \in inbox[c] \/ owner[e] = c)
+          /\ \E e \in inbox[c] \cup leaked[c] : OverdueAt(c, e)
           /\ Pause(c)
-    /\ UNCHANGED traceVars
+          /\ PayOrSilent(c, "pause")
+    /\ UNCHANGED <<traceVars, lastAt>>
 
 \* A stalled consumer goes on at its next line.
 Unstall ==
     /\ l < Lines /\ E.node \in Consumers
     /\ Resume(E.node)
-    /\ UNCHANGED traceVars
+    /\ UNCHANGED <<traceVars, spent, lastAt>>
 
-Hidden == TraceTick \/ LateHeartbeat \/ Stall \/ Unstall
+\* c logs no line after the next one's position: only such a node may have crashed.
+Done(c) == \A j \in (l + 1)..Lines : Traces[t][j].node # c
+
+\* c crashed (its lines stop, its entries lapse), when the jump needs it; one crash per node.
+CrashStep ==
+    /\ l < Lines
+    /\ \E c \in Consumers :
+          /\ Done(c)
+          /\ \E e \in Entries : OverdueAt(c, e)
+          /\ Crash(c)
+          /\ Pay("crash")
+    /\ UNCHANGED <<traceVars, lastAt>>
+
+\* c closed and, without close_waits_for_handlers, stopped renewing its running calls: taken
+\* only then, when the jump needs it (a close that waits keeps every lease fresh, so it
+\* explains no lapse and is left out).
+CloseStep ==
+    /\ l < Lines /\ ~CloseWaitsForHandlers
+    /\ \E c \in Consumers :
+          /\ \E e \in Entries : OverdueAt(c, e)
+          /\ Close(c)
+          /\ Pay("close")
+    /\ UNCHANGED <<traceVars, lastAt>>
+
+\* Never enabled: a jump that would take a protected entry to VT, with no fault left that could
+\* lift the timing assumption, says why it is rejected (RenewedWithinVT: the entry and its
+\* holder, how idle the jump would make it, and the most idle it may get; a property's pair is
+\* <<after the step, allowed>>, as NoOverlappingInvocations').
+CanExcuse(c) ==
+    \/ Silent(c)
+    \/ \E k \in {"heartbeat_lag", "pause"} : spent[k] < Budget[k]
+    \/ Done(c) /\ spent["crash"] < Budget["crash"]
+    \/ ~CloseWaitsForHandlers /\ spent["close"] < Budget["close"]
+LapseUnpaid ==
+    /\ l < Lines /\ Gap > 0
+    /\ \E c \in Consumers : \E e \in Entries :
+          /\ OverdueAt(c, e) /\ ~CanExcuse(c)
+          /\ Match(t, l + 1, [RenewedWithinVT |->
+                 <<[entry |-> ids[e], holder |-> c, idle_ms |-> Min(idle[e] + Gap, VT)],
+                   [entry |-> ids[e], holder |-> c, idle_ms |-> VT - 1]>>])
+    /\ FALSE
+
+Hidden == TraceTick \/ LateHeartbeat \/ Stall \/ Unstall \/ CrashStep \/ CloseStep \/ LapseUnpaid
 
 -----------------------------------------------------------------------------
-TraceInit == t \in 1..Len(Traces) /\ l = 0 /\ clock = 0 /\ ids = <<>> /\ Init
+TraceInit ==
+    /\ t \in 1..Len(Traces) /\ l = 0 /\ clock = 0 /\ ids = <<>>
+    /\ spent = [k \in DOMAIN Budget |-> 0]
+    /\ lastAt = [c \in Consumers |-> 0]
+    /\ Init
 
 TraceNext == LoggedStep \/ Hidden
 

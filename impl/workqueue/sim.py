@@ -108,6 +108,10 @@ class Simulation:
         # The hidden faults injected, by the header's kind (recording.FAULT_KINDS); failed acks
         # and offers are counted by the store's fault plan as they fire.
         self.injected: Counter[str] = Counter()
+        # Per node, the invocations whose lease lapsed under its current late heartbeat (each
+        # counted once as a `heartbeat_lag`, the spec's HeartbeatLag(c, e); a new count after
+        # the node's heartbeat runs again). Identified by id() of the invocation.
+        self._lapsed_now: dict[str, set[int]] = {}
         self._graveyard: list[Any] = []  # a crashed node's handlers: kept, never resumed or closed
 
     # -- setup --------------------------------------------------------------------------------
@@ -244,9 +248,20 @@ class Simulation:
     def _tick(self) -> None:
         d = self.config.ticks[self.choose(len(self.config.ticks))]
         self.clock.advance(max(1, min(d, self._tick_room())))
+        now, vt = self.clock.now_ms(), self.config.settings.visibility_timeout_ms
         for n in self.lagging:
-            if self.clock.now_ms() - self.last_hb[n] >= self.config.settings.visibility_timeout_ms:
+            if now - self.last_hb[n] >= vt:
                 self.lapsed.update(id(r.inv) for r in self.running[n])
+            # A lease lapses when its entry has been idle for VT: since its delivery (in the
+            # poll step that started it) or the node's last heartbeat, whichever is later.
+            # A refused renewal already ended that invocation's hold.
+            for r in self.running[n]:
+                if r.inv.lost or now - max(r.inv.started_ms, self.last_hb[n]) < vt:
+                    continue
+                seen = self._lapsed_now.setdefault(n, set())
+                if id(r.inv) not in seen:
+                    seen.add(id(r.inv))
+                    self.injected["heartbeat_lag"] += 1
 
     def _crash(self, n: str) -> None:
         self.dead.append(n)
@@ -275,6 +290,7 @@ class Simulation:
             self.nodes[act[1]].heartbeat()
             self.last_hb[act[1]] = self.clock.now_ms()
             self.lagging.discard(act[1])
+            self._lapsed_now.pop(act[1], None)
         elif kind == "tick":
             self._tick()
         elif kind == "crash":
@@ -286,7 +302,6 @@ class Simulation:
             self.injected["close"] += 1
         elif kind == "lag":
             self.lags_used += 1
-            self.injected["heartbeat_lag"] += 1  # one late heartbeat of the node, until it next runs
             self.lagging.add(act[1])
         elif kind == "ack_fault":
             self.faults_used += 1

@@ -12,7 +12,15 @@ the module pays TLC's start-up a few times, not once per trace:
   entry back from its new owner (two holders); without the attempt guard two attempts of one
   command run at once; the two-step putIfOwner writes after its guard lapsed (a stale write);
 - a designed run with a heartbeat renewal dropped, or committed twice, is rejected at the next
-  step that reads the entry's idle time (`args.idle_ms`), naming `idle_read`.
+  step that reads the entry's idle time (`args.idle_ms`), naming `idle_read`;
+- every hidden fault is paid for: a designed run whose header counts one fault fewer than it
+  injected is rejected (a lapse with no fault left names `RenewedWithinVT`, a logged rejection or
+  failed ack past its budget `faults.reject` / `faults.ack_fail`, at that line);
+- the known-bad traces recorded with a bug planted in the code (tests/workqueue/known_bad.py)
+  are rejected at the first line where an entry held by a running call has gone a VT unrenewed,
+  naming `RenewedWithinVT`;
+- a header claiming a setting outside its bound (traces/systems/workqueue.yaml) is malformed,
+  naming the field.
 """
 
 from __future__ import annotations
@@ -105,6 +113,63 @@ def renewal_cut(path: Path) -> list[tuple[Trace, int]]:
     return out
 
 
+def first_lapse(path: Path) -> int | None:
+    """The `seq` of the first line at which an entry held by a call that still runs (delivered,
+    started, not ended) has gone a whole VT since its delivery or its last touch (renewal,
+    release), or None: where a trace whose header counts no lag or stall must be rejected."""
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    vt = lines[0]["settings"]["visibility_timeout_ms"]
+    touched: dict[str, int] = {}
+    holder: dict[str, str] = {}
+    for e in lines[1:-1]:
+        if any(e["now"] - touched[x] >= vt for x in holder):
+            return int(e["seq"])
+        x, node, op, out = e["entry"], e["node"], e["op"], e["outcome"]
+        if op in ("receive_new", "reclaim"):
+            touched[x], holder[x] = e["now"], node
+        elif (op, out) in (("renew", "renewed"), ("release", "touched")):
+            touched[x] = e["now"]
+        elif holder.get(x) == node and ((op, out) in (("renew", "refused"), ("invoke_start", "rejected"))
+                                        or op == "invoke_end"):
+            del holder[x]
+    return None
+
+
+def with_header(trace: Trace, tag: str, **changes: object) -> Trace:
+    """`trace` with header fields changed (dotted names: `settings.visibility_timeout_ms`)."""
+    head = json.loads(json.dumps(trace.header))
+    for dotted, value in changes.items():
+        *path, last = dotted.split(".")
+        node = head
+        for key in path:
+            node = node.setdefault(key, {})
+        node[last] = value
+    return Trace(f"{trace.source}#{tag}", head, trace.events)
+
+
+def one_fault_fewer(path: Path) -> list[tuple[Trace, str, int | None]]:
+    """For each fault kind the trace spec pays for that `path`'s header counts (heartbeat_lag,
+    reject, ack_fail), the trace with one fewer: what its rejection must name and where (the
+    last logged rejection or failed ack; None: a lapse, wherever the budget runs out)."""
+    trace = read_trace_file(path)
+    out: list[tuple[Trace, str, int | None]] = []
+    for kind, n in (trace.header.get("faults") or {}).items():
+        if kind == "heartbeat_lag":
+            out.append((with_header(trace, f"{kind}-1", **{f"faults.{kind}": n - 1}), "RenewedWithinVT", None))
+        elif kind in ("reject", "ack_fail"):
+            op, outcome = ("invoke_start", "rejected") if kind == "reject" else ("ack", "failed")
+            last = max(int(e["seq"]) for e in trace.events if e["op"] == op and e["outcome"] == outcome)
+            out.append((with_header(trace, f"{kind}-1", **{f"faults.{kind}": n - 1}), f"faults.{kind}", last))
+    return out
+
+
+# Header settings outside workqueue.yaml's bounds, each of which would loosen the check.
+OUT_OF_BOUNDS = {"settings.clock_slack_ms": 6, "settings.visibility_timeout_ms": 50,
+                 "settings.concurrency": 65, "settings.max_processing_ms": 10}
+
+KNOWN_BAD = ("heartbeat-off", "renew-stops-at-max-processing", "close-does-not-wait")
+
+
 def simulate(out: Path, system: str, seed: int, gates: Gates = Gates(), **faults: int) -> list[Path]:
     """Run one seeded simulation and write its trace (a command run: both views)."""
     sim = seeded(SimConfig(system=system, messages=3, gates=gates, **faults), seed)
@@ -137,11 +202,27 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     # Two designed workqueue runs, each with a renewal dropped and one committed twice.
     cut = [m for p in good if p.name.startswith("workqueue-") for m in renewal_cut(p)][:4]
     assert len(cut) == 4, "the designed runs must renew an entry that then sees another renewal or its ack"
-    items: list[Trace | TraceVerdict] = [read_trace_file(Path(p)) for p in [*corpus, *good, *seize, *unguarded, *two_step]]
-    verdicts = check_traces([*items, *(m for m, _ in cut)], load_systems(ROOT), Tlc.locate())
+    # Budgets: the designed workqueue runs (and seed 9, whose crash is needed: its node holds an
+    # entry and logs no more) with one fault fewer than they injected, or no crash.
+    seed9 = simulate(out, "workqueue", 9, **faults)[0]
+    fewer = [f for p in [*good, seed9] if p.name.startswith("workqueue-") for f in one_fault_fewer(p)]
+    nine = read_trace_file(seed9)
+    assert nine.header["faults"]["crash"] == 1
+    fewer.append((with_header(nine, "crash-1", **{"faults.crash": 0}), "RenewedWithinVT", None))
+    assert {w for _, w, _ in fewer} == {"RenewedWithinVT", "faults.reject", "faults.ack_fail"}
+    known_bad = {str(p): first_lapse(p) for bug in KNOWN_BAD
+                 for p in sorted((CORPUS[0] / "rejected").glob(f"*-{bug}*.ndjson"))}
+    assert len(known_bad) == 2 * len(KNOWN_BAD) and all(known_bad.values()), known_bad
+    base = read_trace_file(CORPUS[0] / "accepted" / "sim-reclaims-ack-failure-rejection.ndjson")
+    bounds = {f: with_header(base, f"{f}={v}", **{f: v}) for f, v in OUT_OF_BOUNDS.items()}
+    items: list[Trace | TraceVerdict] = [read_trace_file(Path(p)) for p in [*corpus, *good, *seize, *unguarded, *two_step, seed9]]
+    verdicts = check_traces([*items, *(m for m, _ in cut), *(t for t, _, _ in fewer), *bounds.values()],
+                            load_systems(ROOT), Tlc.locate())
     return {"verdicts": {v.source: v for v in verdicts}, "corpus": corpus, "good": [str(p) for p in good],
             "expect": expect, "unguarded": [str(p) for p in unguarded], "two_step": [str(p) for p in two_step],
-            "cut": {m.source: line for m, line in cut}}
+            "cut": {m.source: line for m, line in cut}, "seed9": str(seed9),
+            "fewer": [(t.source, want, line) for t, want, line in fewer], "known_bad": known_bad,
+            "bounds": {f: t.source for f, t in bounds.items()}}
 
 
 def test_the_corpus_keeps_its_verdicts(checked) -> None:
@@ -181,3 +262,39 @@ def test_a_renewal_dropped_or_committed_twice_is_rejected_naming_the_idle_read(c
         assert v.kind is TraceKind.REJECTED, f"{src}: {v.describe()}"
         assert v.line == line, f"{src}: expected at event {line}, {v.describe()}"
         assert "idle_read" in {d.field for d in v.diffs}, f"{src}: {v.describe()}"
+
+
+def test_a_run_with_its_fault_counts_is_accepted(checked) -> None:
+    v = checked["verdicts"][checked["seed9"]]
+    assert v.kind is TraceKind.ACCEPTED, v.describe()
+
+
+def test_a_fault_past_the_headers_count_is_rejected_naming_the_budget(checked) -> None:
+    """The same designed runs, each with one fault fewer in the header: the hidden step (a lag,
+    a crash) or the logged fault (a rejection, a failed ack) the run needed is no longer paid
+    for."""
+    assert len(checked["fewer"]) >= 6
+    for src, want, line in checked["fewer"]:
+        v = checked["verdicts"][src]
+        assert v.kind is TraceKind.REJECTED, f"{src}: {v.describe()}"
+        assert want in {d.field for d in v.diffs}, f"{src}: expected {want}, {v.describe()}"
+        if line is not None:
+            assert v.line == line, f"{src}: expected at event {line}, {v.describe()}"
+
+
+def test_a_protecting_behaviour_broken_in_the_code_is_rejected_where_a_lease_lapses(checked) -> None:
+    """Heartbeat off, renewal stopped at max_processing_ms, close not waiting for its handlers,
+    each planted in the real code (simulation and a real Redis) with every gate still on in the
+    header: rejected at the first line where a running call's entry has gone a VT unrenewed."""
+    for src, line in checked["known_bad"].items():
+        v = checked["verdicts"][src]
+        assert v.kind is TraceKind.REJECTED, f"{src}: {v.describe()}"
+        assert v.line == line, f"{src}: expected at event {line}, {v.describe()}"
+        assert "RenewedWithinVT" in {d.field for d in v.diffs}, f"{src}: {v.describe()}"
+
+
+def test_a_header_setting_outside_its_bound_is_malformed_naming_it(checked) -> None:
+    for field_name, src in checked["bounds"].items():
+        v = checked["verdicts"][src]
+        assert v.kind is TraceKind.MALFORMED, f"{src}: {v.describe()}"
+        assert field_name in (v.reason or ""), f"{src}: {v.reason}"
