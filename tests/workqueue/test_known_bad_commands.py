@@ -234,6 +234,23 @@ HAND_MADE = {
 }
 
 
+# A designed corpus trace (seed 1: a failed offer, a failed ack, a guard lapsed under a lag)
+# with fault kinds taken out of its header: rejected where the step they paid for is needed.
+REPAIR = ROOT / "traces" / "corpus" / "command" / "accepted" / "sim-resubmit-repair-and-call-again.ndjson"
+WITHOUT = {
+    "stalls": (("crash", "pause", "heartbeat_lag", "close"), 30, "counted_stalls"),  # the refused call
+    "ack_fail": (("ack_fail",), 18, "counted_ack_fails"),                            # the failed ack
+    "offer_fail": (("offer_fail",), 8, "counted_offer_fails"),                       # the repeated submit
+}
+
+
+def without(kinds: tuple[str, ...], name: str) -> Trace:
+    t = read_trace_file(REPAIR, SCHEMAS)
+    assert isinstance(t, Trace), t
+    faults = {k: v for k, v in t.header["faults"].items() if k not in kinds}
+    return Trace(f"{REPAIR}#without {name}", {**t.header, "faults": faults}, t.events)
+
+
 @pytest.fixture(scope="module")
 def verdicts() -> dict[str, TraceVerdict]:
     """The known-bad corpus, two lying headers and the hand-made traces, checked in one call."""
@@ -241,6 +258,7 @@ def verdicts() -> dict[str, TraceVerdict]:
     short = REJECTED / "sim-guard-ttl-below-heartbeat.ndjson"
     items += [edited(short, "heartbeat 50", heartbeat_ms=50), edited(short, "ttl 300", guard_ttl_ms=300)]
     items += [make(name) for name, (make, _) in HAND_MADE.items()]
+    items += [without(kinds, name) for name, (kinds, _, _) in WITHOUT.items()]
     return {v.source: v for v in check_traces(items, load_systems(ROOT), Tlc.locate())}
 
 
@@ -271,6 +289,14 @@ def test_a_header_that_hides_the_short_ttl_only_moves_the_rejection(verdicts) ->
     assert v.kind is TraceKind.REJECTED and v.line == 17 and "counted_stalls" in {d.field for d in v.diffs}, v.describe()
     v = verdicts[f"{short}#ttl 300"]  # the header's TTL is not the one the code wrote
     assert v.kind is TraceKind.REJECTED and v.line == 5 and "ttl_ms" in {d.field for d in v.diffs}, v.describe()
+
+
+@pytest.mark.parametrize("name", list(WITHOUT))
+def test_a_designed_trace_whose_header_leaves_a_fault_out_is_rejected_where_it_was_needed(verdicts, name: str) -> None:
+    _, line, field_name = WITHOUT[name]
+    v = verdicts[f"{REPAIR}#without {name}"]
+    assert v.kind is TraceKind.REJECTED and v.line == line, v.describe()
+    assert field_name in {d.field for d in v.diffs}, v.describe()
 
 
 @pytest.mark.parametrize("name", list(HAND_MADE))
