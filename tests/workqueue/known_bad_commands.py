@@ -112,8 +112,8 @@ def record_real(plant: str, out: Path, url: str, name: str | None = None) -> Pat
     """Record `plant` on a real Redis at `url`: two consumers (threads of this process) on one
     queue, two submissions of one command and a remote slower than the guard TTL, so that a
     second delivery meets a guard held (no_nx), a guard lapses under a live attempt
-    (short_ttl), or a stale attempt reaches its call (stale_call, after a pause of its node's
-    heartbeat past the TTL, which the trace's real clock shows)."""
+    (short_ttl), or a stale attempt reaches its call (stale_call, after a pause of its node,
+    heartbeat included, past the TTL, which the trace's real clock shows)."""
     import uuid
 
     import redis
@@ -147,6 +147,7 @@ def record_real(plant: str, out: Path, url: str, name: str | None = None) -> Pat
     clock = WallClock()
     gates = Gates()
     consumers = []
+    once: list[bool] = []  # stale_call: whether a node has paused already
     with planted(plant):
         try:
             for n in ("n1", "n2"):
@@ -154,8 +155,8 @@ def record_real(plant: str, out: Path, url: str, name: str | None = None) -> Pat
                 proc = CommandProcessor(store, n, clock, settings, gates, SlowApp())
                 consumer = Consumer(QueueStore(client, prefix, url=url), n, proc.handle,
                                     settings=settings, gates=gates, clock=clock)
-                if plant == "stale_call" and n == "n1":
-                    _pause_before_the_call(store, consumer, pause_s=2 * settings.visibility_timeout_ms / 1000)
+                if plant == "stale_call":
+                    _pause_before_the_call(store, consumer, once, pause_s=2 * settings.visibility_timeout_ms / 1000)
                 consumers.append(consumer.start())
             api = CommandClient(queue, cstore, "client", clock, settings, gates)
             api.submit("c1", "p")
@@ -174,18 +175,19 @@ def record_real(plant: str, out: Path, url: str, name: str | None = None) -> Pat
     return path
 
 
-def _pause_before_the_call(store: Any, consumer: Any, pause_s: float) -> None:
-    """A process pause (as a long GC stop would be) of node n1 just before its first external
-    call: its heartbeat stops too, so its guard lapses and the peer takes the command over;
-    then n1 goes on and calls. The designed script refuses that call; the plant records it."""
+def _pause_before_the_call(store: Any, consumer: Any, once: list[bool], pause_s: float) -> None:
+    """A process pause (as a long GC stop would be) of the node that makes the run's first
+    external call, just before it (`once` is shared by the nodes): its heartbeat stops too, so
+    its guard lapses and the peer takes the command over; then the node goes on and calls. The
+    designed script refuses that call; the plant records it."""
     paused = [False]
     beat = consumer.node.heartbeat
     consumer.node.heartbeat = lambda: None if paused[0] else beat()
     call = store.external_call
 
     def external_call(*args: Any, **kwargs: Any) -> int:
-        if not paused[0] and not getattr(external_call, "done", False):
-            external_call.done = True  # type: ignore[attr-defined]
+        if not once:
+            once.append(True)
             paused[0] = True
             time.sleep(pause_s)
             paused[0] = False

@@ -319,3 +319,17 @@ def test_a_guard_line_without_its_ttl_is_malformed_naming_the_field(tmp_path: Pa
     v = parse_trace(text, "no ttl", SCHEMAS)
     assert isinstance(v, TraceVerdict) and v.kind is TraceKind.MALFORMED, v
     assert f"line {take + 2}" in v.reason and "ttl_ms" in v.reason, v.reason
+
+
+@pytest.mark.redis
+def test_each_plant_recorded_anew_on_a_real_redis_is_rejected_naming_it(redis_url: str, tmp_path: Path) -> None:
+    """The same plants on the real server, recorded now: whatever the run's timing, the line
+    that shows the bug is where the trace is rejected, with the same name."""
+    paths = {name: kb.record_real(plant, tmp_path, redis_url, name) for name, plant in kb.REAL_CORPUS}
+    got = {v.source: v for v in check_traces([read_trace_file(p, SCHEMAS) for p in paths.values()],
+                                             load_systems(ROOT), Tlc.locate())}
+    for name, path in paths.items():
+        find, names = KNOWN_BAD_REAL[name]
+        v = got[str(path)]
+        assert v.kind is TraceKind.REJECTED and v.line == find(path), f"{name}: {v.describe()}"
+        assert names <= {d.field for d in v.diffs}, f"{name}: {v.describe()}"
