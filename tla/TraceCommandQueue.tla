@@ -271,8 +271,9 @@ TTLMatches ==
     Match(t, l + 1, [ttl_ms |-> <<GuardTTL, E.args.ttl_ms>>,
                      GuardOutlivesRenewal |-> <<E.args.ttl_ms <= Heartbeat, FALSE>>])
 
-\* A guard taken or renewed now expires a TTL later; a heartbeat it has not yet seen.
-Renewed(k) ==
+\* A guard taken now expires a TTL later; the gap it may lapse in starts at its node's last
+\* heartbeat (a guard renewed resets both in IsGuardRenew).
+Taken(k) ==
     /\ gexp' = [gexp EXCEPT ![k] = E.now + GuardTTL]
     /\ gid' = [gid EXCEPT ![k] = LastHb(E.node)]
 
@@ -283,7 +284,7 @@ IsGuardTake ==
     /\ BindW /\ UNCHANGED <<gone, pel, lostRenew>> /\ KeepBudgets
     /\ TTLMatches
     /\ IF guard[K] = NoOne
-         THEN Renewed(K) /\ ghb' = [ghb EXCEPT ![K] = -1] /\ UNCHANGED lastHb
+         THEN Taken(K) /\ ghb' = [ghb EXCEPT ![K] = -1] /\ UNCHANGED lastHb
          ELSE KeepTime
     /\ Explains(K, IF guard[K] = NoOne THEN "taken" ELSE "busy", TRUE)
 
@@ -374,8 +375,8 @@ Acker == {w \in DOMAIN dl : dl[w].node = E.node /\ cmdOf[w] = K /\ pc[w] = "ack"
 
 \* Implementation quirk: an ack that fails (an injected fault, counted in faults.ack_fail: the
 \* entry stays pending and comes back), or that finds its entry acked already by another
-\* delivery of it (XACK returns 0), ends the attempt and takes no message away. CommandQueue's queue counts
-\* messages, not entries, so its Ack would take another of the command's messages.
+\* delivery of it (XACK returns 0), ends the attempt and takes no message away. CommandQueue's
+\* queue counts messages, not entries, so its Ack would take another of the command's messages.
 AckTakesNothing(w) ==
     /\ pc[w] = "ack"
     /\ EndAttempt(w)
