@@ -433,9 +433,10 @@ GuardMustGo ==
 \* stops renewing the guard of an invocation whose entry renewal was refused); and the stall is
 \* paid: by a counted stall that already paid for this gap of the node, or a new one, or
 \* nothing where the trace's clock is a real one (the gap itself is the evidence).
-\* (Redis deletes a key once its expiry is past: on the expiry's own ms it is still there.)
-TTLPassed(k) == gexp[k] < E.now + ClockSlack
-NoHeartbeatSince(k) == ghb[k] = -1 \/ gexp[k] < ghb[k] + ClockSlack
+\* (On the expiry's own ms either may be seen: Redis keeps the key until its expiry is past,
+\* the twin keeps expiry times as float seconds and may drop it then.)
+TTLPassed(k) == gexp[k] <= E.now + ClockSlack
+NoHeartbeatSince(k) == ghb[k] = -1 \/ gexp[k] <= ghb[k] + ClockSlack
 EntryTaken(w) == \E v \in DOMAIN dl : v > w /\ dl[v].entry = dl[w].entry /\ dl[v].node # dl[w].node
 Gap(k) == <<HolderNode(k), gid[k]>>
 FreeLapse(k) == WallClock \/ EntryTaken(guard[k]) \/ Gap(k) \in paid
