@@ -10,12 +10,14 @@ records:
     stale_call     external_call.lua without its owner check: an attempt whose guard lapsed
                    (or passed to another) still calls the remote
 
-`record(plant, out)` records the seeded simulations (fakeredis, virtual clock) that show the
-bug; `record_real(plant, out, url)` the same plant on a real Redis (two consumers in this
-process). The corpus traces under traces/corpus/command/rejected/ were written by
+`simulate(plant, seed, out)` records one seeded simulation (fakeredis, virtual clock) with the
+plant in; `record_real(plant, out, url)` the same plant on a real Redis (two consumers in this
+process). `CORPUS` names the seeds that show each bug. The corpus traces under traces/corpus/command/rejected/ were written by
 
     PYTHONPATH=. python3 tests/workqueue/known_bad_commands.py traces/corpus/command/rejected \
         --redis redis://127.0.0.1:6379/4
+
+(the real-Redis runs differ from run to run; the simulated ones are byte for byte the same)
 
 and tests/workqueue/test_known_bad_commands.py checks that each is rejected at its line,
 naming the property or field (see traces/corpus/command/README.md).
