@@ -291,10 +291,12 @@ PayOrSilent(c, k) == IF Silent(c) THEN UNCHANGED spent ELSE Pay(k)
 
 \* Entry e of c would reach VT in the jump (c holds it, or it waits in c's hand-off).
 OverdueAt(c, e) == Overdue(e) /\ (e \in inbox[c] \/ (e \in Renewing(c) /\ owner[e] = c))
+\* Some entry of c would (only c's hand-offs and renewed records need looking at).
+OverdueOf(c) == \E e \in inbox[c] \cup Renewing(c) : OverdueAt(c, e)
 
 \* A held invocation's heartbeat runs late, when the jump needs it.
 LateHeartbeat ==
-    /\ l < Lines
+    /\ l < Lines /\ Gap > 0
     /\ \E c \in Consumers : \E e \in active[c] :
           /\ Overdue(e) /\ owner[e] = c
           /\ HeartbeatLag(c, e)
@@ -304,7 +306,7 @@ LateHeartbeat ==
 \* c stalls, when the jump needs it for a hand-off or a leaked record that no heartbeat lag
 \* covers (HeartbeatLag applies to running calls only).
 Stall ==
-    /\ l < Lines
+    /\ l < Lines /\ Gap > 0
     /\ \E c \in Consumers :
           /\ \E e \in inbox[c] \cup leaked[c] : OverdueAt(c, e)
           /\ Pause(c)
@@ -322,10 +324,9 @@ Done(c) == \A j \in (l + 1)..Lines : Traces[t][j].node # c
 
 \* c crashed (its lines stop, its entries lapse), when the jump needs it; one crash per node.
 CrashStep ==
-    /\ l < Lines
+    /\ l < Lines /\ Gap > 0
     /\ \E c \in Consumers :
-          /\ Done(c)
-          /\ \E e \in Entries : OverdueAt(c, e)
+          /\ OverdueOf(c) /\ Done(c)
           /\ Crash(c)
           /\ Pay("crash")
     /\ UNCHANGED <<traceVars, lastAt>>
@@ -334,9 +335,9 @@ CrashStep ==
 \* only then, when the jump needs it (a close that waits keeps every lease fresh, so it
 \* explains no lapse and is left out).
 CloseStep ==
-    /\ l < Lines /\ ~CloseWaitsForHandlers
+    /\ l < Lines /\ Gap > 0 /\ ~CloseWaitsForHandlers
     /\ \E c \in Consumers :
-          /\ \E e \in Entries : OverdueAt(c, e)
+          /\ OverdueOf(c)
           /\ Close(c)
           /\ Pay("close")
     /\ UNCHANGED <<traceVars, lastAt>>
@@ -352,7 +353,7 @@ CanExcuse(c) ==
     \/ ~CloseWaitsForHandlers /\ spent["close"] < Budget["close"]
 LapseUnpaid ==
     /\ l < Lines /\ Gap > 0
-    /\ \E c \in Consumers : \E e \in Entries :
+    /\ \E c \in Consumers : \E e \in inbox[c] \cup Renewing(c) :
           /\ OverdueAt(c, e) /\ ~CanExcuse(c)
           /\ Match(t, l + 1, [RenewedWithinVT |->
                  <<[entry |-> ids[e], holder |-> c, idle_ms |-> Min(idle[e] + Gap, VT)],
