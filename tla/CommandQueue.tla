@@ -348,15 +348,19 @@ Crash(w) ==
     /\ faults' = faults + 1
     /\ UNCHANGED <<storeVars, externalVars, clientVars, staleWrite, firstTerminal>>
 
-\* A worker stalls mid-attempt for longer than the guard TTL.
-Pause(w) ==
-    /\ CanFault(PauseFault)
+\* A worker stalls mid-attempt for longer than the guard TTL. Stall is the step itself, which
+\* a trace spec takes with a budget of its own (the faults its trace counts).
+Stall(w) ==
     /\ Running(w) /\ pc[w] /= "idle"
     /\ wmode' = [wmode EXCEPT ![w] = "paused"]
     /\ stale' = [stale EXCEPT ![w] = TRUE]
-    /\ faults' = faults + 1
     /\ UNCHANGED <<storeVars, externalVars, clientVars, cmdOf, pc, checked, staleWrite,
                    firstTerminal>>
+
+Pause(w) ==
+    /\ CanFault(PauseFault)
+    /\ Stall(w)
+    /\ faults' = faults + 1
 
 Resume(w) ==
     /\ wmode[w] = "paused"
@@ -365,13 +369,16 @@ Resume(w) ==
                    historyVars>>
 
 \* The client fails after writing the state and before offering: the caller sees an error
-\* and submits again.
-ClientCrash(k) ==
-    /\ CanFault(ClientCrashFault)
+\* and submits again (ClientFails is the step, for a trace spec's own budget).
+ClientFails(k) ==
     /\ client[k] = "offer"
     /\ client' = [client EXCEPT ![k] = "idle"]
-    /\ faults' = faults + 1
     /\ UNCHANGED <<storeVars, externalVars, submits, workerVars, staleWrite, firstTerminal>>
+
+ClientCrash(k) ==
+    /\ CanFault(ClientCrashFault)
+    /\ ClientFails(k)
+    /\ faults' = faults + 1
 
 -----------------------------------------------------------------------------
 WorkerStep(w) ==

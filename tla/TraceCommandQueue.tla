@@ -33,23 +33,42 @@
 (* rejection) is a worker that never takes the guard: no step needed.     *)
 (*                                                                         *)
 (* Hidden steps (leave l alone), each taken only when the next line      *)
-(* needs it:                                                               *)
-(*   Pause(w), GuardExpire(k)  the guard's holder stalled (or died: the   *)
+(* needs it, and each paid for: a fault the header counts (faults.<kind>, *)
+(* 0 when absent), or a gap the trace's own clock shows:                  *)
+(*   Stall(w), GuardExpire(k)  the guard's holder stalled (or died: the   *)
 (*                             same in a trace) and its guard lapsed: the *)
 (*                             next line shows the guard gone or another  *)
-(*                             owner; Resume(w) at w's next line          *)
-(*   ClientCrash(k)            a submit failed between its state write    *)
+(*                             owner. Only once its TTL has passed since  *)
+(*                             its last take or renewal (`gexp`, within   *)
+(*                             ClockSlack), with no heartbeat of the      *)
+(*                             holder's node since (`ghb`), and paid: one *)
+(*                             stall of that node (crash, pause,          *)
+(*                             heartbeat_lag, close) covers every lapse   *)
+(*                             of its guards until its heartbeat shows    *)
+(*                             again (`paid`); free where the trace's     *)
+(*                             clock is a real one (settings.wall_clock)  *)
+(*                             or the holder's entry went to another node *)
+(*                             (its heartbeat stops renewing the guard).  *)
+(*                             Resume(w) at w's next line                 *)
+(*   ClientFails(k)            a submit failed between its state write    *)
 (*                             and its offer: it is submitted again       *)
+(*                             (faults.offer_fail)                         *)
 (*   GuardTake(w), GuardRelease(w) with AttemptGuard off (the reference   *)
 (*                             logs no guard op then: only the read)      *)
 (*   PutCheck(w)               the owner read of the two-step putIfOwner  *)
 (*                             (AtomicPutIfOwner off), at any time         *)
 (* Implementation quirks, in ImplQuirk: a call that throws releases the   *)
-(* guard and leaves the message pending; an ack that fails or finds the   *)
-(* entry already acked (by another delivery of it) takes no message.      *)
+(* guard and leaves the message pending; an ack that fails (paid:         *)
+(* faults.ack_fail) or finds the entry already acked (by another delivery *)
+(* of it) takes no message; an external call refused by its script's      *)
+(* owner check ends the attempt.                                          *)
 (*                                                                         *)
 (* Besides the protocol, every line must keep, for its command:           *)
-(* NoStaleWrite, TerminalIsStable, and one live attempt: no two attempts  *)
+(* NoStaleWrite, NoStaleCall (no external call recorded by an attempt     *)
+(* that does not own the guard), TerminalIsStable, a guard TTL above the  *)
+(* renewal period (GuardOutlivesRenewal, ttl_ms as the header says), a    *)
+(* guard held only until its expiry (guard_expires), and one live        *)
+(* attempt: no two attempts                                                *)
 (* past their guard_take and before their release, neither of them a     *)
 (* stalled one whose guard lapsed (with AttemptGuard off, two deliveries  *)
 (* that both run the command are rejected at the line that shows it).     *)
@@ -65,17 +84,52 @@ VARIABLES
     t,      \* which trace of the batch
     l,      \* how many of its lines are explained
     cmds,   \* the command ids seen so far; a command's number is its index here
-    dl,     \* the deliveries so far: dl[w] = [node, attempt] of worker w (attempt Nil: unbound)
+    dl,     \* the deliveries so far: dl[w] = [node, attempt, entry] of worker w (attempt Nil: unbound)
     gone,   \* the stream entries acked so far
     pel,    \* the stream entries delivered so far: pel[id] = how many times
     lostRenew \* the attempts whose guard renewal was lost (their heartbeat stops there)
 
-traceVars == <<t, l, cmds, dl, gone, pel, lostRenew>>
+\* Time (ms since the trace's first line, as the checker makes `now` relative).
+VARIABLES
+    clock,  \* the `now` of the last line explained
+    gexp,   \* gexp[k]: when k's guard expires: its last take or renewal's now + its TTL
+    ghb,    \* ghb[k]: the first heartbeat line (guard_renew) of the holder's node after the
+            \* guard's last take or renewal, -1 for none: a heartbeat that ran renews every
+            \* guard its node holds, so a guard lapses unrenewed only in a gap after it
+    gid,    \* gid[k]: the gap the guard lapses in, if it does: its holder node's last
+            \* heartbeat line at the guard's last take or renewal (-1: none yet)
+    lastHb  \* lastHb[n]: node n's last heartbeat line (absent: none yet)
+timeVars == <<clock, gexp, ghb, gid, lastHb>>
+
+\* What the hidden faults have used of the header's budgets.
+VARIABLES
+    paid,       \* the gaps <<node, gid>> a counted stall has paid for
+    stalls,     \* how many counted stalls are used
+    ackFails,   \* how many failed acks
+    offerFails  \* how many failed offers (a client that submits again)
+budgetVars == <<paid, stalls, ackFails, offerFails>>
+
+traceVars == <<t, l, cmds, dl, gone, pel, lostRenew, timeVars, budgetVars>>
 
 \* The header's `drained`: the run's stream was empty when the trace was written (read from
 \* Redis). Then the trace must end with every command it names finished and every message
 \* acked (EveryCommandDone, which a finite trace can show only at an end the run says is one).
 CONSTANT Drained
+
+\* From the header: the guard TTL and the heartbeat (renewal) period, ms (settings.guard_ttl_ms,
+\* settings.heartbeat_ms); how far the server's clock readings may fall apart
+\* (settings.clock_slack_ms, bounded by the system file); whether the times are a real clock's
+\* (settings.wall_clock: a real process may stall unannounced, so a lapse needs only the gap
+\* the trace's own times show); whether a closing node keeps renewing
+\* (gates.close_waits_for_handlers: if not, a close is a stall).
+CONSTANTS GuardTTL, Heartbeat, ClockSlack, WallClock, CloseWaits
+
+\* The hidden faults the run injected, from the header (faults.<kind>, 0 when absent).
+CONSTANTS CrashFaults, PauseFaults, LagFaults, CloseFaults, AckFailFaults, OfferFailFaults
+
+\* A stall of a node's heartbeat: a crash, a pause, a heartbeat lag, or a close that does
+\* not wait for its handlers.
+StallBudget == CrashFaults + PauseFaults + LagFaults + (IF CloseWaits THEN 0 ELSE CloseFaults)
 
 E == Traces[t][l + 1]                   \* the next line to explain
 Lines == Len(Traces[t])
@@ -117,18 +171,40 @@ Live(k) == {w \in DOMAIN dl' : /\ cmdOf'[w] = k /\ wmode'[w] = "running" /\ ~sta
 \* The next line is an `op` on a command the model has room for.
 Logged(op) == /\ l < Lines /\ E.op = op /\ K \in Commands
 
+LastHb(n) == IF n \in DOMAIN lastHb THEN lastHb[n] ELSE -1
+\* The node of the worker holding k's guard.
+HolderNode(k) == dl[guard[k]].node
+
+\* The line's step found k's guard held (an owner check that passed, a take or cancel that
+\* found it busy), or the line shows it still held by the spec's holder.
+ShowsGuardHeld(k) ==
+    \/ E.op = "guard_renew" /\ E.outcome = "renewed"
+    \/ E.op = "guard_release" /\ E.outcome = "released"
+    \/ E.op \in {"guard_take", "cancel"} /\ E.outcome = "busy"
+    \/ E.op = "external_call" /\ E.outcome = "called" /\ AttemptGuard
+    \/ E.op = "put_if_owner" /\ E.outcome = "written" /\ AttemptGuard /\ AtomicPutIfOwner
+    \/ /\ E.op \in {"submit_state", "put_if_owner", "external_call", "guard_renew"}
+       /\ E.state.guard.owner # Nil /\ E.state.guard.owner = dl[guard[k]].attempt
+\* A guard held past its expiry: Redis would have deleted it.
+HeldPastTTL(k) == guard[k] # NoOne /\ E.now > gexp[k] + ClockSlack /\ ShowsGuardHeld(k)
+
 \* The line's outcome (and, for the command's own ops, its state) agree with the spec, the
 \* command keeps the properties, and the line is explained.  The cursor and the names are
 \* fixed first (the views read dl'); Consumed last, so that it prints only on success.
 Explains(k, outcome, withState) ==
-    /\ l' = l + 1 /\ UNCHANGED t /\ BindK
+    /\ l' = l + 1 /\ UNCHANGED t /\ BindK /\ clock' = E.now
     /\ Match(t, l + 1,
              [outcome |-> <<outcome, E.outcome>>,
               \* Without the guard there is no owner to be stale against (tla/README.md).
               NoStaleWrite |-> <<AttemptGuard /\ staleWrite', FALSE>>,
               TerminalIsStable |-> <<firstTerminal'[k] # "NONE" /\ status'[k] # firstTerminal'[k], FALSE>>,
               OneLiveAttempt |-> <<Cardinality(Live(k)) > 1, FALSE>>]
-             @@ (IF withState THEN [state |-> <<CmdAfter(k), E.state>>] ELSE <<>>))
+             @@ (IF withState
+                 THEN [state |-> <<CmdAfter(k), E.state>>,
+                       guard_expires |-> IF HeldPastTTL(k)
+                                         THEN <<[expires |-> gexp[k]], [held_at |-> E.now]>>
+                                         ELSE <<0, 0>>]
+                 ELSE <<>>))
     /\ (Drained /\ l + 1 = Lines) =>
           Match(t, l + 1, [EveryCommandDone |->
                               <<{cmds'[i] : i \in {i \in DOMAIN cmds' :
@@ -138,16 +214,19 @@ Explains(k, outcome, withState) ==
 -----------------------------------------------------------------------------
 (* One Is<Op> per logged op.                                               *)
 
+KeepTime == UNCHANGED <<gexp, ghb, gid, lastHb>>
+KeepBudgets == UNCHANGED budgetVars
+
 IsSubmitState ==
     /\ Logged("submit_state")
     /\ SubmitState(K)
-    /\ UNCHANGED <<dl, gone, pel, lostRenew>>
+    /\ UNCHANGED <<dl, gone, pel, lostRenew>> /\ KeepTime /\ KeepBudgets
     /\ Explains(K, IF status[K] = "NONE" THEN "created" ELSE "exists", TRUE)
 
 IsOffer ==
     /\ Logged("offer")
     /\ Offer(K)
-    /\ UNCHANGED <<dl, gone, pel, lostRenew>>
+    /\ UNCHANGED <<dl, gone, pel, lostRenew>> /\ KeepTime /\ KeepBudgets
     /\ Explains(K, "added", FALSE)
 
 \* CommandQueue counts a command's messages, not stream entries, so the queue lines are also
@@ -168,9 +247,9 @@ Deliver(receive) ==
     LET w == Len(dl) + 1 IN
     /\ w \in Workers
     /\ IF receive THEN ReceiveNew(w, K) ELSE Reclaim(w, K)
-    /\ dl' = Append(dl, [node |-> E.node, attempt |-> Nil])
+    /\ dl' = Append(dl, [node |-> E.node, attempt |-> Nil, entry |-> E.entry])
     /\ pel' = (E.entry :> Deliveries + 1) @@ pel
-    /\ UNCHANGED <<gone, lostRenew>>
+    /\ UNCHANGED <<gone, lostRenew>> /\ KeepTime /\ KeepBudgets
     /\ PelMatches(receive)
 
 IsReceiveNew ==
@@ -186,11 +265,27 @@ IsReclaim ==
 \* A line of a worker's attempt: the worker exists, is at this command and on this node.
 Worker == Wk \in DOMAIN dl /\ cmdOf[Wk] = K /\ dl[Wk].node = E.node
 
+\* The TTL a guard line writes (args.ttl_ms) is the header's, and above the heartbeat period
+\* that renews it: a shorter one lapses between two renewals of a live attempt.
+TTLMatches ==
+    Match(t, l + 1, [ttl_ms |-> <<GuardTTL, E.args.ttl_ms>>,
+                     GuardOutlivesRenewal |-> <<E.args.ttl_ms <= Heartbeat, FALSE>>])
+
+\* A guard taken now expires a TTL later; the gap it may lapse in starts at its node's last
+\* heartbeat (a guard renewed resets both in IsGuardRenew).
+Taken(k) ==
+    /\ gexp' = [gexp EXCEPT ![k] = E.now + GuardTTL]
+    /\ gid' = [gid EXCEPT ![k] = LastHb(E.node)]
+
 IsGuardTake ==
     /\ Logged("guard_take")
     /\ Worker /\ pc[Wk] = "take"
     /\ GuardTake(Wk)
-    /\ BindW /\ UNCHANGED <<gone, pel, lostRenew>>
+    /\ BindW /\ UNCHANGED <<gone, pel, lostRenew>> /\ KeepBudgets
+    /\ TTLMatches
+    /\ IF guard[K] = NoOne
+         THEN Taken(K) /\ ghb' = [ghb EXCEPT ![K] = -1] /\ UNCHANGED lastHb
+         ELSE KeepTime
     /\ Explains(K, IF guard[K] = NoOne THEN "taken" ELSE "busy", TRUE)
 
 (* Implementation quirk (listed with the others under ImplQuirk): LostRenewRunsOn. The   *)
@@ -206,12 +301,29 @@ LostRenewRunsOn(w) ==
 
 \* The reference's heartbeat stops renewing an attempt once a renewal finds the guard lost
 \* (impl/workqueue/commands.py): an attempt renews nothing after that.
+\* A guard_renew line is the heartbeat of its node running now: for every other guard the
+\* node holds, the first heartbeat since its last take or renewal (ghb), unless it may be the
+\* same round of the heartbeat (within half a period of that renewal: one round renews every
+\* guard of the node in turn, and a round that began before a take may not renew it).
+NextBeat(j) == E.now >= gexp[j] - GuardTTL + Heartbeat \div 2
+
 IsGuardRenew ==
     /\ Logged("guard_renew")
     /\ Worker
     /\ GuardRenew(Wk) \/ LostRenewRunsOn(Wk)
-    /\ BindW /\ UNCHANGED <<gone, pel>>
+    /\ BindW /\ UNCHANGED <<gone, pel>> /\ KeepBudgets
     /\ lostRenew' = IF guard[K] = Wk THEN lostRenew ELSE lostRenew \cup {Att}
+    /\ TTLMatches
+    /\ IF guard[K] = Wk
+         THEN /\ gexp' = [gexp EXCEPT ![K] = E.now + GuardTTL]
+              /\ gid' = [gid EXCEPT ![K] = E.now]
+         ELSE UNCHANGED <<gexp, gid>>
+    /\ ghb' = [j \in DOMAIN ghb |->
+                 IF j = K /\ guard[K] = Wk THEN -1
+                 ELSE IF /\ ghb[j] = -1 /\ guard[j] # NoOne /\ dl[guard[j]].node = E.node
+                         /\ NextBeat(j)
+                      THEN E.now ELSE ghb[j]]
+    /\ lastHb' = (E.node :> E.now) @@ lastHb
     /\ Match(t, l + 1, [renewed_after_lost |-> <<FALSE, Att \in lostRenew>>])
     /\ Explains(K, IF guard[K] = Wk THEN "renewed" ELSE "lost", TRUE)
 
@@ -219,27 +331,40 @@ IsPutIfOwner ==
     /\ Logged("put_if_owner")
     /\ Worker
     /\ PutIfOwner(Wk, E.args.status)
-    /\ BindW /\ UNCHANGED <<gone, pel, lostRenew>>
+    /\ BindW /\ UNCHANGED <<gone, pel, lostRenew>> /\ KeepTime /\ KeepBudgets
     /\ Explains(K, IF pc'[Wk] = "idle" THEN "refused" ELSE "written", TRUE)
 
+(* Implementation quirk (listed with the others under ImplQuirk): CallRefused. The        *)
+(* reference checks the guard's owner in the script that records the external call and   *)
+(* ends a stale attempt there, nothing called (impl/workqueue/external_call.lua);          *)
+(* CommandQueue's attempt calls whatever the guard.                                        *)
+CallRefused(w) ==
+    /\ AttemptGuard /\ Running(w) /\ pc[w] = "call"
+    /\ guard[cmdOf[w]] # w
+    /\ EndAttempt(w)
+    /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, historyVars>>
+
+\* NoStaleCall: a call recorded by an attempt that does not own the guard (the script's owner
+\* check skipped) is rejected at that line, whatever explains the rest.
 IsExternalCall ==
     /\ Logged("external_call")
     /\ Worker
-    /\ ExternalCall(Wk)
-    /\ BindW /\ UNCHANGED <<gone, pel, lostRenew>>
-    /\ Explains(K, "called", TRUE)
+    /\ IF E.outcome = "refused" THEN CallRefused(Wk) ELSE ExternalCall(Wk)
+    /\ BindW /\ UNCHANGED <<gone, pel, lostRenew>> /\ KeepTime /\ KeepBudgets
+    /\ Match(t, l + 1, [NoStaleCall |-> <<AttemptGuard /\ E.outcome = "called" /\ guard[K] # Wk, FALSE>>])
+    /\ Explains(K, IF AttemptGuard /\ guard[K] # Wk THEN "refused" ELSE "called", TRUE)
 
 IsGuardRelease ==
     /\ Logged("guard_release")
     /\ Worker
     /\ GuardRelease(Wk)
-    /\ BindW /\ UNCHANGED <<gone, pel, lostRenew>>
+    /\ BindW /\ UNCHANGED <<gone, pel, lostRenew>> /\ KeepTime /\ KeepBudgets
     /\ Explains(K, IF guard[K] = Wk THEN "released" ELSE "lost", TRUE)
 
 IsCancel ==
     /\ Logged("cancel")
     /\ Cancel(K)
-    /\ UNCHANGED <<dl, gone, pel, lostRenew>>
+    /\ UNCHANGED <<dl, gone, pel, lostRenew>> /\ KeepTime /\ KeepBudgets
     /\ Explains(K, CASE status[K] \in Terminal -> "terminal"
                      [] guard[K] = NoOne \/ ~CancelTakesGuard -> "cancelled"
                      [] OTHER -> "busy", TRUE)
@@ -248,10 +373,10 @@ IsCancel ==
 \* attempt is at its ack (they are alike).
 Acker == {w \in DOMAIN dl : dl[w].node = E.node /\ cmdOf[w] = K /\ pc[w] = "ack"}
 
-\* Implementation quirk: an ack that fails (an injected fault: the entry stays pending and
-\* comes back), or that finds its entry acked already by another delivery of it (XACK
-\* returns 0), ends the attempt and takes no message away. CommandQueue's queue counts
-\* messages, not entries, so its Ack would take another of the command's messages.
+\* Implementation quirk: an ack that fails (an injected fault, counted in faults.ack_fail: the
+\* entry stays pending and comes back), or that finds its entry acked already by another
+\* delivery of it (XACK returns 0), ends the attempt and takes no message away. CommandQueue's
+\* queue counts messages, not entries, so its Ack would take another of the command's messages.
 AckTakesNothing(w) ==
     /\ pc[w] = "ack"
     /\ EndAttempt(w)
@@ -264,8 +389,11 @@ IsAck ==
           IF E.outcome = "acked" /\ E.entry \notin gone
           THEN Ack(w) ELSE AckTakesNothing(w)
     /\ gone' = IF E.outcome = "acked" THEN gone \cup {E.entry} ELSE gone
-    /\ UNCHANGED <<dl, pel, lostRenew>>
+    /\ UNCHANGED <<dl, pel, lostRenew>> /\ KeepTime
     /\ E.outcome \in {"acked", "failed"}
+    /\ ackFails' = IF E.outcome = "failed" THEN ackFails + 1 ELSE ackFails
+    /\ Match(t, l + 1, [counted_ack_fails |-> <<ackFails', IF ackFails' <= AckFailFaults THEN ackFails' ELSE AckFailFaults>>])
+    /\ UNCHANGED <<paid, stalls, offerFails>>
     /\ Explains(K, E.outcome, FALSE)
 
 \* Never enabled: a line past the model's Commands or Workers only says why it is rejected.
@@ -299,15 +427,55 @@ GuardMustGo ==
        \/ /\ E.op \in {"submit_state", "guard_renew", "put_if_owner", "external_call"}
           /\ E.state.guard.owner = Nil
 
+\* When the guard may lapse (tla/README.md, Command layer): its TTL has passed by the next
+\* line (within ClockSlack); the holder's node has shown no heartbeat since its last take or
+\* renewal, unless the holder's stream entry went to another node (the reference's heartbeat
+\* stops renewing the guard of an invocation whose entry renewal was refused); and the stall is
+\* paid: by a counted stall that already paid for this gap of the node, or a new one, or
+\* nothing where the trace's clock is a real one (the gap itself is the evidence).
+\* (On the expiry's own ms either may be seen: Redis keeps the key until its expiry is past,
+\* the twin keeps expiry times as float seconds and may drop it then.)
+TTLPassed(k) == gexp[k] <= E.now + ClockSlack
+NoHeartbeatSince(k) == ghb[k] = -1 \/ gexp[k] <= ghb[k] + ClockSlack
+EntryTaken(w) == \E v \in DOMAIN dl : v > w /\ dl[v].entry = dl[w].entry /\ dl[v].node # dl[w].node
+Gap(k) == <<HolderNode(k), gid[k]>>
+FreeLapse(k) == WallClock \/ EntryTaken(guard[k]) \/ Gap(k) \in paid
+CanLapse(k) ==
+    /\ TTLPassed(k)
+    /\ NoHeartbeatSince(k) \/ EntryTaken(guard[k])
+    /\ FreeLapse(k) \/ stalls < StallBudget
+
+\* The holder stalls past its guard's TTL (it goes on, stale, at its next line: Unstall).
 HolderStalls ==
     /\ GuardMustGo
-    /\ Pause(guard[K])
-    /\ UNCHANGED traceVars
+    /\ CanLapse(K)
+    /\ Stall(guard[K]) /\ UNCHANGED faults
+    /\ IF FreeLapse(K) THEN UNCHANGED <<paid, stalls>>
+       ELSE paid' = paid \cup {Gap(K)} /\ stalls' = stalls + 1
+    /\ UNCHANGED <<t, l, cmds, dl, gone, pel, lostRenew, timeVars, ackFails, offerFails>>
 
 GuardLapses ==
     /\ GuardMustGo
     /\ GuardExpire(K)
     /\ UNCHANGED traceVars
+
+\* Never enabled: a line needs the guard gone that cannot have lapsed, and says why: it has
+\* not expired yet (guard_expires: its expiry, and the line's now that needs it gone), the
+\* holder's node's heartbeat ran since without renewing it (heartbeat_before_expiry), or no
+\* counted stall is left to pay for it (counted_stalls: spec the stalls needed, trace the
+\* header's budget).
+NoLapse ==
+    /\ GuardMustGo
+    /\ wmode[guard[K]] = "running" /\ ~stale[guard[K]]
+    /\ Match(t, l + 1,
+          [guard_expires |-> IF TTLPassed(K) THEN <<0, 0>>
+                             ELSE <<[expires |-> gexp[K]], [gone_at |-> E.now]>>,
+           heartbeat_before_expiry |->
+              IF NoHeartbeatSince(K) \/ EntryTaken(guard[K]) THEN <<0, 0>>
+              ELSE <<[expires |-> gexp[K]], [heartbeat_at |-> ghb[K]]>>,
+           counted_stalls |-> <<stalls + 1, IF FreeLapse(K) \/ stalls < StallBudget THEN stalls + 1
+                                          ELSE StallBudget>>])
+    /\ FALSE
 
 \* A stalled attempt goes on at its next line (its guard lapsed meanwhile).
 Unstall ==
@@ -317,11 +485,14 @@ Unstall ==
           /\ Resume(w)
     /\ UNCHANGED traceVars
 
-\* The client's submit failed after its state write: it submits again.
+\* The client's submit failed after its state write (a counted offer_fail): it submits again.
 ClientRetries ==
     /\ l < Lines /\ E.op = "submit_state" /\ K \in Commands
-    /\ ClientCrash(K)
-    /\ UNCHANGED traceVars
+    /\ ClientFails(K) /\ UNCHANGED faults
+    /\ Match(t, l + 1, [counted_offer_fails |-> <<offerFails + 1, IF offerFails < OfferFailFaults
+                                                                 THEN offerFails + 1 ELSE OfferFailFaults>>])
+    /\ offerFails' = offerFails + 1
+    /\ UNCHANGED <<t, l, cmds, dl, gone, pel, lostRenew, timeVars, paid, stalls, ackFails>>
 
 \* AttemptGuard off: the delivery reads the status before its first logged line, and goes
 \* from release to ack unlogged.
@@ -362,6 +533,8 @@ CallThrows ==
 
 (*  - LostRenewRunsOn: defined before IsGuardRenew, which uses it.                        *)
 
+(*  - CallRefused: defined before IsExternalCall, which uses it.                          *)
+
 ImplQuirk == CallThrows
 
 Hidden ==
@@ -369,8 +542,14 @@ Hidden ==
     \/ GuardlessRead \/ GuardlessRelease \/ TwoStepCheck \/ ImplQuirk
 
 -----------------------------------------------------------------------------
-TraceInit == t \in 1..Len(Traces) /\ l = 0 /\ cmds = <<>> /\ dl = <<>> /\ gone = {} /\ pel = <<>> /\ lostRenew = {} /\ Init
+TraceInit ==
+    /\ t \in 1..Len(Traces) /\ l = 0 /\ cmds = <<>> /\ dl = <<>> /\ gone = {} /\ pel = <<>>
+    /\ lostRenew = {}
+    /\ clock = 0 /\ gexp = [k \in Commands |-> 0] /\ ghb = [k \in Commands |-> -1]
+    /\ gid = [k \in Commands |-> -1] /\ lastHb = <<>>
+    /\ paid = {} /\ stalls = 0 /\ ackFails = 0 /\ offerFails = 0
+    /\ Init
 
-TraceNext == LoggedStep \/ Hidden
+TraceNext == LoggedStep \/ Hidden \/ NoLapse
 
 =============================================================================

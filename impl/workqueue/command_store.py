@@ -45,9 +45,12 @@ class CommandStore(Steps):
         v = self.client.get(f"{self.prefix}:cmd-attempt:{cmd}")
         return None if v is None else _text(v)
 
-    def external_call(self, node: str, now: int, cmd: str, attempt: str) -> int:
-        """Call the external system with idempotency key = `cmd`; returns its call count."""
-        return int(self.run("external_call", "external_call", node, self._keys(cmd), [node, now, cmd, attempt]))
+    def external_call(self, node: str, now: int, cmd: str, attempt: str, *, checked: bool = True) -> int:
+        """Call the external system with idempotency key = `cmd` while `attempt` holds the guard
+        (checked in the same script); returns its call count, or -1 when the attempt no longer
+        owns the guard (`refused`: nothing called). `checked=False`: no guard to check."""
+        return int(self.run("external_call", "external_call", node, self._keys(cmd),
+                            [node, now, cmd, attempt, "1" if checked else "0"]))
 
     def cancel(self, node: str, now: int, cmd: str, attempt: str, guard_ttl_ms: int,
                state_ttl_ms: int, *, take_guard: bool = True) -> str:

@@ -23,7 +23,7 @@ from impl.clock import Clock
 from impl.workqueue.command_store import TERMINAL, CommandStore
 from impl.workqueue.config import Gates, Settings
 from impl.workqueue.core import Invocation
-from impl.workqueue.errors import UnknownCommand
+from impl.workqueue.errors import BadSettings, UnknownCommand
 from impl.workqueue.store import QueueStore
 
 ANSWERS = ("succeeded", "failed")
@@ -47,6 +47,15 @@ def counter_ids(prefix: str) -> Callable[[], str]:
     """Attempt ids `<prefix>-1`, `<prefix>-2`, ...: unique per node, deterministic in simulation."""
     it = itertools.count(1)
     return lambda: f"{prefix}-{next(it)}"
+
+
+def check_guard_ttl(settings: Settings) -> None:
+    """Refuse a guard TTL no longer than the heartbeat interval that renews it: a live attempt's
+    guard would lapse between two renewals, and another attempt take over (`BadSettings`)."""
+    if settings.guard_ttl_ms <= settings.heartbeat_interval_ms:
+        raise BadSettings(
+            f"guard_ttl_ms ({settings.guard_ttl_ms}) must be above the heartbeat interval "
+            f"({settings.heartbeat_interval_ms} ms), or a live attempt's guard lapses between renewals")
 
 
 class CommandClient:
@@ -90,6 +99,7 @@ class CommandProcessor:
         self.store, self.node, self.clock = store, node, clock
         self.settings, self.gates, self.app = settings, gates, app
         self.attempt_ids = attempt_ids or counter_ids(node)
+        check_guard_ttl(settings)
         # Test hook: runs just before each state write (after the owner check when the write is
         # the unguarded check-then-write), so a test can let the guard change hands there.
         self.before_write: Callable[[str], None] | None = None
@@ -130,8 +140,9 @@ class CommandProcessor:
                 +- SUBMITTING: (a crashed attempt) external_call, same key -> ...
                 +- PROCESSING: ask the external system -> put terminal
                                                           -> guard_release, ack
-            a refused put, or a guard renewal that finds the guard lost, ends the attempt at
-            once: no further write, no release (the guard is someone else's), not done.
+            a refused put or external call, or a guard renewal that finds the guard lost, ends
+            the attempt at once: no further write, no release (the guard is someone else's),
+            not done.
         """
         cmd = inv.cmd
         if cmd is None:
@@ -175,7 +186,9 @@ class CommandProcessor:
             if status == "SUBMITTING":
                 if over():
                     return False
-                self.store.external_call(self.node, now(), cmd, attempt)
+                if self.store.external_call(self.node, now(), cmd, attempt, checked=self.gates.attempt_guard) < 0:
+                    ended[0] = True  # the guard lapsed or passed on: a stale attempt calls nothing
+                    return False
                 yield
                 answer = self.app.call(cmd, inv.payload)
                 if not (yield from put("PROCESSING")):
