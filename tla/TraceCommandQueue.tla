@@ -124,12 +124,14 @@ CONSTANT Drained
 \* (gates.close_waits_for_handlers: if not, a close is a stall).
 CONSTANTS GuardTTL, Heartbeat, ClockSlack, WallClock, CloseWaits
 
-\* The hidden faults the run injected, from the header (faults.<kind>, 0 when absent).
+\* The hidden faults the run injected, from the header (faults.<kind>, 0 when absent), and
+\* WallClock: one value per trace of the batch (per_trace in traces/systems/command.yaml, so
+\* that runs with other counts share a TLC run): trace t's is CrashFaults[t], and so on.
 CONSTANTS CrashFaults, PauseFaults, LagFaults, CloseFaults, AckFailFaults, OfferFailFaults
 
 \* A stall of a node's heartbeat: a crash, a pause, a heartbeat lag, or a close that does
 \* not wait for its handlers.
-StallBudget == CrashFaults + PauseFaults + LagFaults + (IF CloseWaits THEN 0 ELSE CloseFaults)
+StallBudget == CrashFaults[t] + PauseFaults[t] + LagFaults[t] + (IF CloseWaits THEN 0 ELSE CloseFaults[t])
 
 E == Traces[t][l + 1]                   \* the next line to explain
 Lines == Len(Traces[t])
@@ -392,7 +394,7 @@ IsAck ==
     /\ UNCHANGED <<dl, pel, lostRenew>> /\ KeepTime
     /\ E.outcome \in {"acked", "failed"}
     /\ ackFails' = IF E.outcome = "failed" THEN ackFails + 1 ELSE ackFails
-    /\ Match(t, l + 1, [counted_ack_fails |-> <<ackFails', IF ackFails' <= AckFailFaults THEN ackFails' ELSE AckFailFaults>>])
+    /\ Match(t, l + 1, [counted_ack_fails |-> <<ackFails', IF ackFails' <= AckFailFaults[t] THEN ackFails' ELSE AckFailFaults[t]>>])
     /\ UNCHANGED <<paid, stalls, offerFails>>
     /\ Explains(K, E.outcome, FALSE)
 
@@ -439,7 +441,7 @@ TTLPassed(k) == gexp[k] <= E.now + ClockSlack
 NoHeartbeatSince(k) == ghb[k] = -1 \/ gexp[k] <= ghb[k] + ClockSlack
 EntryTaken(w) == \E v \in DOMAIN dl : v > w /\ dl[v].entry = dl[w].entry /\ dl[v].node # dl[w].node
 Gap(k) == <<HolderNode(k), gid[k]>>
-FreeLapse(k) == WallClock \/ EntryTaken(guard[k]) \/ Gap(k) \in paid
+FreeLapse(k) == WallClock[t] \/ EntryTaken(guard[k]) \/ Gap(k) \in paid
 CanLapse(k) ==
     /\ TTLPassed(k)
     /\ NoHeartbeatSince(k) \/ EntryTaken(guard[k])
@@ -489,8 +491,8 @@ Unstall ==
 ClientRetries ==
     /\ l < Lines /\ E.op = "submit_state" /\ K \in Commands
     /\ ClientFails(K) /\ UNCHANGED faults
-    /\ Match(t, l + 1, [counted_offer_fails |-> <<offerFails + 1, IF offerFails < OfferFailFaults
-                                                                 THEN offerFails + 1 ELSE OfferFailFaults>>])
+    /\ Match(t, l + 1, [counted_offer_fails |-> <<offerFails + 1, IF offerFails < OfferFailFaults[t]
+                                                                 THEN offerFails + 1 ELSE OfferFailFaults[t]>>])
     /\ offerFails' = offerFails + 1
     /\ UNCHANGED <<t, l, cmds, dl, gone, pel, lostRenew, timeVars, paid, stalls, ackFails>>
 
