@@ -23,8 +23,7 @@ from impl.engine.sim import Simulation
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "traces" / "corpus" / "engine"
-# This checkout's schemas, named: under pytest `conformance` may be another checkout's
-# (tests/conformance shadows the package, and the editable install answers for it).
+# This checkout's schemas, named explicitly (as a user's own project would name its own).
 SCHEMA = ROOT / "traces" / "schema"
 
 
