@@ -197,27 +197,38 @@ def parse_trace(text: str, source: str, schema_dir: Path | None = None, limits: 
         return TraceVerdict(source, bad.kind, reason=bad.reason)
 
 
+def _not_regular(source: str, mode: int) -> TraceVerdict:
+    what = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a directory" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    return TraceVerdict(source, TraceKind.MALFORMED, reason=f"not a regular file ({what}): not read")
+
+
 def read_trace_file(path: Path, schema_dir: Path | None = None, limits: Limits = DEFAULT_LIMITS) -> Trace | TraceVerdict:
     """Read and check the trace file at `path`, a line at a time and within `limits`.
 
-    Only a regular file is read: a FIFO, a device or a directory is reported without reading
-    from it (opened non-blocking, so a FIFO with no writer cannot hang the checker). Missing
-    and unreadable files are malformed too.
+    Only a regular file is read: a FIFO, a device or a directory is reported without being
+    opened (and the file is opened non-blocking and looked at again, so that one swapped in
+    meanwhile cannot hang the checker). Missing and unreadable files are malformed too.
     """
     source = str(path)
+    try:
+        info = os.stat(path)  # before opening: opening a device can act on it
+    except FileNotFoundError:
+        return TraceVerdict(source, TraceKind.MALFORMED, reason="no such file")
+    except OSError as exc:
+        return TraceVerdict(source, TraceKind.MALFORMED, reason=f"unreadable: {exc.strerror or exc}")
+    if not stat.S_ISREG(info.st_mode):
+        return _not_regular(source, info.st_mode)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         return TraceVerdict(source, TraceKind.MALFORMED, reason="no such file")
     except OSError as exc:
         return TraceVerdict(source, TraceKind.MALFORMED, reason=f"unreadable: {exc.strerror or exc}")
-    info = os.fstat(fd)
+    info = os.fstat(fd)  # the file opened may not be the one looked at: look again
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        mode = info.st_mode
-        what = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-                else "a directory" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
-        return TraceVerdict(source, TraceKind.MALFORMED, reason=f"not a regular file ({what}): not read")
+        return _not_regular(source, info.st_mode)
     with os.fdopen(fd, "rb") as f:
         if info.st_size > limits.max_bytes:
             return TraceVerdict(source, TraceKind.INCONCLUSIVE,

@@ -90,7 +90,10 @@ def test_a_reader_that_goes_away_stops_the_cli_quietly(tmp_path: Path) -> None:
 
 # -- untrusted input: a trace is written by code we do not control -----------------------------
 
-def test_only_regular_files_are_read(tmp_path: Path) -> None:
+def test_only_regular_files_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[str] = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda p, *a, **k: opened.append(str(p)) or real_open(p, *a, **k))
     fifo = tmp_path / "pipe.ndjson"
     os.mkfifo(fifo)  # no writer: opening it for a blocking read would hang the checker
     v = read_trace_file(fifo)
@@ -100,6 +103,7 @@ def test_only_regular_files_are_read(tmp_path: Path) -> None:
     assert isinstance(dev, TraceVerdict) and dev.reason == "not a regular file (a device): not read"
     d = read_trace_file(tmp_path)
     assert isinstance(d, TraceVerdict) and d.kind is TraceKind.MALFORMED and "directory" in (d.reason or "")
+    assert opened == []  # reported, never opened (opening a device can act on it)
 
 
 def test_lines_split_on_newline_only() -> None:
