@@ -211,24 +211,36 @@ def test_ack_failure_leaves_the_entry_for_redelivery(harness: Harness, guarded: 
 @GUARD
 def test_duplicate_delivery_by_self_reclaim_is_dropped(harness: Harness, guarded: bool) -> None:
     """a's heartbeat lags past the VT while its handler runs; a's own poller reclaims the entry
-    and must drop that delivery instead of running the entry twice at once."""
+    and must drop that delivery instead of running the entry twice at once.
+
+    The first call is held until the reclaim has shown itself (a dropped delivery, or a second
+    call), not for a fixed time: on a loaded machine a fixed sleep could end first, and a later
+    redelivery after the call ended is at-least-once, not an overlap."""
     harness.configure(gates=gates(guarded, "local_dedup"))
     harness.features.append("heartbeat_lag")
     harness.offer("job")
     calls: list[int] = []
+    release = threading.Event()
 
     def slow(inv: Invocation) -> bool:
         calls.append(inv.deliveries)
-        time.sleep(0.6)
+        if len(calls) == 1:
+            release.wait(10.0)
         return True
+
+    def dropped() -> list[dict]:  # type: ignore[type-arg]
+        return [e for e in harness.events() if e["op"] == "invoke_start" and e["outcome"] == "duplicate_dropped"]
 
     a = harness.consumer("a", slow)
     a.heartbeat_paused.set()
-    assert wait_until(lambda: harness.acked() >= 1, 2.0)
-    time.sleep(0.1)
-    dropped = [e for e in harness.events() if e["op"] == "invoke_start" and e["outcome"] == "duplicate_dropped"]
+    try:
+        shown = wait_until(lambda: bool(dropped()) or len(calls) >= 2, 10.0)
+    finally:
+        release.set()
+    assert shown, "a's poller never reclaimed the entry it runs"
+    assert wait_until(lambda: harness.acked() >= 1, 10.0)
     if guarded:
-        assert calls == [1] and dropped and harness.duplicates() == 0
+        assert calls[0] == 1 and dropped() and harness.duplicates() == 0, (calls, harness.duplicates())
     else:
         assert len(calls) >= 2 and harness.duplicates() >= 1
 
