@@ -46,7 +46,8 @@ CONSTANTS
     HeartbeatOn,              \* active invocations are renewed every VT/3 at all
     CleanupOnAckFailure,      \* an ack that throws still ends the invocation's record
     ReclaimRetries,           \* polls try XAUTOCLAIM for entries idle for VT at all
-    CloseWaitsForHandlers     \* close keeps renewing until running handlers return
+    CloseWaitsForHandlers,    \* close keeps renewing until running handlers return
+    PermitCheck               \* a poll takes work only with a free permit (impl permit_bound)
 
 \* Faults: which hidden failures may happen (each costs one of MaxFaults).
 CONSTANTS
@@ -60,7 +61,7 @@ ASSUME /\ Permits \in Nat \ {0}
        /\ NoOne \notin Consumers
        /\ \A g \in {RenewOwnerCheck, RenewPastMaxProc, InvocationScopedPermits, AtomicRenew,
                     HeartbeatOn, CleanupOnAckFailure, ReclaimRetries, CloseWaitsForHandlers,
-                    CrashFault, PauseFault, LagFault, AckFailFault, RejectFault, CloseFault} :
+                    PermitCheck, CrashFault, PauseFault, LagFault, AckFailFault, RejectFault, CloseFault} :
               g \in BOOLEAN
 
 Statuses == {"unsent", "new", "pending", "gone"}
@@ -112,7 +113,9 @@ TypeOK ==
 Min(a, b) == IF a < b THEN a ELSE b
 Up(c)      == mode[c] \in {"running", "closing"}  \* takes steps
 Polling(c) == mode[c] = "running"                 \* may take new work
-FreePermit(c) == Cardinality(permits[c]) < Permits
+\* Without the check (PermitCheck off: the reference's permit_bound gate, whose acquire always
+\* succeeds) a poll takes work whatever the permits say: the calibration of PermitBound.
+FreePermit(c) == ~PermitCheck \/ Cardinality(permits[c]) < Permits
 CanFault(gate) == gate /\ faults < MaxFaults
 
 \* The permits a consumer holds after a step: invocation-scoped permits cover the hand-off
