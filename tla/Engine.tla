@@ -56,8 +56,10 @@ CONSTANTS
     InMemoryStart,          \* a start's second write goes through the execution queue
     RecoverStrandedStart,   \* a start that finds a RUNNING instance with no row schedules it
     RecoverAfterLease,      \* ... with a row due after a lease (scheduleAfterLease), not now
-    RenewAdoptsRerun        \* RENEW_ADOPTS_RERUN: a renewal that finds a rerun recorded on its
+    RenewAdoptsRerun,       \* RENEW_ADOPTS_RERUN: a renewal that finds a rerun recorded on its
                             \* lease renews at the row's version and reruns (impl/engine/worker.py)
+    RunEndChecksStatus      \* a run's save requires a RUNNING instance, not only the version it
+                            \* read (impl/engine/store.py run_end; off: a calibration only)
 
 \* Fault budgets (0 turns a fault off)
 CONSTANTS
@@ -378,6 +380,14 @@ RunStart(n, w) ==
                                ![n][w].result = "none"]
        /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, budget, sigRead>>
 
+\* A run's save commits: the instance is at the version the run read and, with
+\* RunEndChecksStatus, still RUNNING.  Without the status check, a run that began on a terminal
+\* instance (a row a late signal scheduled after MarkFailed) saves over it: TerminalIsStable's
+\* calibration (terminal_overwritten).
+Fresh(n, w) ==
+    /\ ~RunEndChecksStatus \/ instance[w].status = "RUNNING"
+    /\ instance[w].version = work[n][w].snap
+
 \* run_end: the handler's result (args: result) and its versioned write of the instance,
 \* saved only over the version the run read and only on a RUNNING instance (else
 \* conflict: nothing is written).  A handler fails only on a RUNNING instance (a terminal
@@ -385,7 +395,7 @@ RunStart(n, w) ==
 \* (RenewAdoptsRerun) and did not fail runs again at once instead of finishing.
 RunEnd(n, w) ==
     /\ work[n][w].phase = "running"
-    /\ LET fresh == instance[w].status = "RUNNING" /\ instance[w].version = work[n][w].snap
+    /\ LET fresh == Fresh(n, w)
            canFail == instance[w].status = "RUNNING" /\ budget.user > 0
            canWait == instance[w].status = "RUNNING" /\ WaitingRuns
            results == {"completed"} \cup (IF canFail THEN {"failed"} ELSE {})

@@ -226,8 +226,7 @@ RunResult(n) ==
 IsRunEnd ==
     /\ Logged("run_end")
     /\ RunEnd(E.node, W)
-    /\ Agrees(IF instance[W].status = "RUNNING" /\ instance[W].version = work[E.node][W].snap
-              THEN "saved" ELSE "conflict",
+    /\ Agrees(IF Fresh(E.node, W) THEN "saved" ELSE "conflict",
               [result |-> <<RunResult(E.node), E.args.result>>])
     /\ Step
 
