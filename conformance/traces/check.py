@@ -14,7 +14,7 @@ from conformance.errors import JavaNotFound, LeaseproofError
 from conformance.output.verdict import Verdict
 from conformance.traces.batch import TRACE_HEAP_MB, Batch, check_batch, constant_text, group
 from conformance.traces.read import read_trace_file
-from conformance.traces.system import System, constants_for, out_of_scope, unknown
+from conformance.traces.system import System, constants_for, out_of_scope, unknown, unknown_op
 from conformance.traces.to_tla import TraceEncodeError, trace_literal
 from conformance.traces.trace import Trace, TraceKind, TraceVerdict
 
@@ -45,11 +45,16 @@ def triage(items: list[Trace | TraceVerdict], systems: dict[str, System]) -> Sor
             decided[item.source] = TraceVerdict(item.source, TraceKind.MALFORMED,
                                                 reason=f"header field system: no system file for {item.system!r} (known: {known})")
             continue
+        # Header claims first: a feature declared out of scope excuses no unknown claim.
+        why = unknown(system, item)
+        if why:
+            decided[item.source] = TraceVerdict(item.source, TraceKind.MALFORMED, reason=why)
+            continue
         why = out_of_scope(system, item)
         if why:
             decided[item.source] = TraceVerdict(item.source, TraceKind.SKIPPED, reason=why)
             continue
-        why = unknown(system, item)
+        why = unknown_op(system, item)
         if why:
             decided[item.source] = TraceVerdict(item.source, TraceKind.MALFORMED, reason=why)
             continue

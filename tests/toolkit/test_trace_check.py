@@ -96,10 +96,13 @@ def test_skipped_and_malformed_never_reach_tlc(tlc: Tlc, systems: dict[str, Any]
     op = Trace("op", op.header, ({**op.events[0], "op": "teleport"},))
     fault = make("fault", [("n1", 1)])
     fault = Trace("fault", {**fault.header, "faults": {"meteor": 1}}, fault.events)
+    beside = make("beside", [("n1", 1)], features=["reset", "compensation"])
     cut = tmp_path / "cut.ndjson"
     cut.write_text("\n".join(CORPUS.joinpath("accepted", "accepted-two-nodes.ndjson").read_text().splitlines()[:-1]) + "\n")
-    verdicts = check_traces([other, declared, featured, op, fault, read_trace_file(cut)], systems, tlc)
-    assert [v.kind for v in verdicts] == [TraceKind.MALFORMED, TraceKind.SKIPPED] + [TraceKind.MALFORMED] * 4
+    verdicts = check_traces([other, declared, featured, op, fault, read_trace_file(cut), beside], systems, tlc)
+    assert [v.kind for v in verdicts] == [TraceKind.MALFORMED, TraceKind.SKIPPED] + [TraceKind.MALFORMED] * 5
+    # A feature declared out of scope excuses no unknown one beside it.
+    assert "features: 'compensation' unknown" in (verdicts[6].reason or "")
     # Only a feature the system file declares out of scope is skipped, with its declared reason;
     # an unknown system, feature, op or fault kind is malformed: a rename never silences a check.
     assert "no system file for 'billing'" in (verdicts[0].reason or "")
