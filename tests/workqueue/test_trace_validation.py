@@ -305,14 +305,19 @@ def test_the_rejections_name_the_broken_property(checked) -> None:
         assert want in found, f"{src}: {checked['verdicts'][src].describe()}"
 
 
+def assert_rejected(v: TraceVerdict, src: str, field: str, line: int | None) -> None:
+    """`v` rejects the trace at event `line` (any line when None), naming `field` among its diffs."""
+    assert v.kind is TraceKind.REJECTED, f"{src}: {v.describe()}"
+    if line is not None:
+        assert v.line == line, f"{src}: expected at event {line}, {v.describe()}"
+    assert field in {d.field for d in v.diffs}, f"{src}: expected {field}, {v.describe()}"
+
+
 def test_a_renewal_dropped_or_committed_twice_is_rejected_naming_the_idle_read(checked) -> None:
     """The PEL record after a renewal is overwritten by the entry's next step; the idle time that
     step read before writing is what shows whether the renewal happened, and how often."""
     for src, line in checked["cut"].items():
-        v = checked["verdicts"][src]
-        assert v.kind is TraceKind.REJECTED, f"{src}: {v.describe()}"
-        assert v.line == line, f"{src}: expected at event {line}, {v.describe()}"
-        assert "idle_read" in {d.field for d in v.diffs}, f"{src}: {v.describe()}"
+        assert_rejected(checked["verdicts"][src], src, "idle_read", line)
 
 
 def test_a_run_with_its_fault_counts_is_accepted(checked) -> None:
@@ -326,11 +331,7 @@ def test_a_fault_past_the_headers_count_is_rejected_naming_the_budget(checked) -
     for."""
     assert len(checked["fewer"]) >= 6
     for src, want, line in checked["fewer"]:
-        v = checked["verdicts"][src]
-        assert v.kind is TraceKind.REJECTED, f"{src}: {v.describe()}"
-        assert want in {d.field for d in v.diffs}, f"{src}: expected {want}, {v.describe()}"
-        if line is not None:
-            assert v.line == line, f"{src}: expected at event {line}, {v.describe()}"
+        assert_rejected(checked["verdicts"][src], src, want, line)
 
 
 def test_a_protecting_behaviour_broken_in_the_code_is_rejected_where_a_lease_lapses(checked) -> None:
@@ -338,10 +339,7 @@ def test_a_protecting_behaviour_broken_in_the_code_is_rejected_where_a_lease_lap
     each planted in the real code (simulation and a real Redis) with every gate still on in the
     header: rejected at the first line where a running call's entry has gone a VT unrenewed."""
     for src, line in checked["known_bad"].items():
-        v = checked["verdicts"][src]
-        assert v.kind is TraceKind.REJECTED, f"{src}: {v.describe()}"
-        assert v.line == line, f"{src}: expected at event {line}, {v.describe()}"
-        assert "RenewedWithinVT" in {d.field for d in v.diffs}, f"{src}: {v.describe()}"
+        assert_rejected(checked["verdicts"][src], src, "RenewedWithinVT", line)
 
 
 def test_a_header_setting_outside_its_bound_is_malformed_naming_it(checked) -> None:
