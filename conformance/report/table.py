@@ -30,7 +30,8 @@ def outcomes_table(outcomes: list[Outcome]) -> Table:
     for col, justify in (("model", "left"), ("expected", "left"), ("actual", "left"), ("distinct", "right"),
                          ("depth", "right"), ("length", "right"), ("workers", "right"), ("seconds", "right"),
                          ("result", "center")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        # A model's name is how a user finds its file: fold it onto more lines, never cut it short.
+        table.add_column(col, justify=justify, overflow="fold" if col == "model" else "ellipsis")  # type: ignore[arg-type]
     for o in outcomes:
         v = o.verdict
         length = str(len(v.counterexample)) if v.counterexample else "-"
@@ -44,7 +45,7 @@ def witness_table(ws: list[Witness]) -> Table:
     """Per claimed property: the models that claim it, and the calibration that proves it can fail."""
     table = Table(title="property witnesses", header_style="bold")
     for col in ("module", "property", "claimed by", "witnessed by"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for w in ws:
         shown = ", ".join(w.witnesses) if w.witnessed else "[bold red]UNWITNESSED[/]"
         if w.failed_witnesses:
