@@ -53,7 +53,8 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
 def witnesses_json(ws: list[Witness]) -> list[dict[str, Any]]:
     """Per claimed property, the models that claim it and the calibrations that witness it."""
     return [{"module": w.module, "property": w.property, "claimed_by": list(w.claimed_by), "witnesses": list(w.witnesses),
-             "failed_witnesses": list(w.failed_witnesses), "witnessed": w.witnessed} for w in ws]
+             "failed_witnesses": list(w.failed_witnesses), "not_run": list(w.not_run),
+             "witnessed": w.witnessed, "unwitnessed": w.missing} for w in ws]
 
 
 def outcomes_json(outcomes: list[Outcome], ws: list[Witness] | None = None, passed: bool | None = None) -> dict[str, Any]:

@@ -47,7 +47,12 @@ def witness_table(ws: list[Witness]) -> Table:
     for col in ("module", "property", "claimed by", "witnessed by"):
         table.add_column(col, overflow="fold")
     for w in ws:
-        shown = ", ".join(w.witnesses) if w.witnessed else "[bold red]UNWITNESSED[/]"
+        if w.witnessed:
+            shown = ", ".join(w.witnesses)
+        elif w.missing:
+            shown = "[bold red]UNWITNESSED[/]"
+        else:
+            shown = f"[yellow]not run here: {', '.join(w.not_run)}[/]"
         if w.failed_witnesses:
             shown += f" [red](did not fail as expected: {', '.join(w.failed_witnesses)})[/]"
         claimed = ", ".join(w.claimed_by[:3]) + (f" +{len(w.claimed_by) - 3}" if len(w.claimed_by) > 3 else "")

@@ -54,3 +54,27 @@ def test_strict_fails_on_an_unwitnessed_property() -> None:
     report = json.loads(strict.stdout)
     assert report["passed"] is False
     assert {w["property"]: w["witnesses"] for w in report["witnesses"]} == {"BelowCap": ["invariant"], "Reaches": [], "TypeOK": []}
+
+
+def test_a_calibration_left_out_of_a_partial_run_is_named_not_run_not_missing() -> None:
+    ok = Verdict(Kind.OK, Stats(13, 20, 4))
+    holds = model("holds", Expect("ok"))
+    calibration = model("calibration", Expect("violated", "BelowCap"))
+    w = next(w for w in witnesses([outcome(holds, ok)], [holds, calibration]) if w.property == "BelowCap")
+    assert not w.witnessed and w.not_run == ("calibration",) and not w.missing
+    # TypeOK has no calibration anywhere in the suite: missing, partial run or not.
+    assert [w.property for w in unwitnessed(witnesses([outcome(holds, ok)], [holds, calibration]))] == ["TypeOK"]
+    # A calibration that ran and did not fail is missing even when another was left out.
+    lazy = witnesses([outcome(holds, ok), outcome(calibration, ok)], [holds, calibration, model("other", Expect("violated", "BelowCap"))])
+    assert next(w for w in lazy if w.property == "BelowCap").missing
+
+
+@pytest.mark.tlc
+def test_strict_does_not_count_a_left_out_calibration_against_a_partial_run() -> None:
+    # `invariant` (which witnesses BelowCap) is not in this run, but it is in the suite.
+    strict = leaseproof("check", "--root", str(PROJECT), "--strict", "--json", "passing")
+    report = json.loads(strict.stdout)
+    below = next(w for w in report["witnesses"] if w["property"] == "BelowCap")
+    assert below["not_run"] == ["invariant"] and below["unwitnessed"] is False
+    assert {w["property"] for w in report["witnesses"] if w["unwitnessed"]} == {"Reaches", "TypeOK"}
+    assert strict.returncode == 1  # TypeOK and Reaches still have no calibration anywhere
