@@ -15,7 +15,7 @@ and the same calls replay the same run and record the same trace, byte for byte.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,15 +68,22 @@ class Simulation:
         fetch_loops: bool = True,
         start_ms: int = 0,
         decisions: Any = None,
+        node_backends: Mapping[str, Backend] | None = None,
     ) -> None:
         self.gates = gates or Gates()
         self.settings = settings or Settings()
         self.backend = backend or MemoryBackend()
         bump = self.gates.bump_task_version_on_honored_lease
-        if decisions is None:
-            self.store = Store(self.backend, lease_ms=self.settings.lease_ms, bump=bump)
-        else:
-            self.store = Store(self.backend, lease_ms=self.settings.lease_ms, bump=bump, decisions=decisions)
+
+        def store_on(b: Backend) -> Store:
+            if decisions is None:
+                return Store(b, lease_ms=self.settings.lease_ms, bump=bump)
+            return Store(b, lease_ms=self.settings.lease_ms, bump=bump, decisions=decisions)
+
+        self.store = store_on(self.backend)
+        # `node_backends`: each node's own connection to the one store (as separate processes
+        # would have); `backend` is then one of them, used for reads.
+        stores = {n: store_on(b) for n, b in (node_backends or {}).items()}
         self.clock = VirtualClock(start_ms)
         self.rng = random.Random(seed)
         self.monitor = RunMonitor()
@@ -85,7 +92,7 @@ class Simulation:
         self.faults = FaultLog()
         self.node_names = nodes
         self.nodes = {
-            n: Node(n, self.store, self.clock, gates=self.gates, settings=self.settings, workflows=workflows,
+            n: Node(n, stores.get(n, self.store), self.clock, gates=self.gates, settings=self.settings, workflows=workflows,
                     monitor=self.monitor, faults=self.faults)
             for n in nodes
         }

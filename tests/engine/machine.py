@@ -1,0 +1,330 @@
+"""The engine's stateful machine: two nodes share one store, Hypothesis picks who steps next.
+
+Every rule is one thing a node or a caller does, chosen by node (and workflow), never an index
+into a list of what is enabled: so a shrunk failure is a short schedule of named steps, each of
+which matters. The store is a parameter (`machine_for`): the in-memory twin, a SQLite file with
+one connection per node (as two processes would have), or MariaDB under a table prefix.
+
+Invariants, after every step, are named as the properties of `tla/Engine.tla`:
+
+- `NoOverlappingRuns`: never two runs of one workflow at once, on any nodes (or one node);
+- `TerminalIsStable`: a COMPLETED or FAILED instance stays so;
+- `NoFiberErrors`: no node or caller raised an error the engine does not document.
+
+At the end of each example (`teardown`) faults stop and the run drains: every waiting workflow
+is approved, time passes, and then
+
+- `EventuallyDone`: every started workflow is terminal (nothing stranded);
+- `CallersAnswered`: every start's caller gets an answer (its own copy's result, or
+  ResultUnavailable and then the stored result), and that answer equals the stored result.
+
+Each example's traces are kept (`Examples`), to be validated against `tla/TraceEngine.tla` in
+one batch after the run; a rejection names the example's schedule.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from impl.engine.backend import Backend, MemoryBackend
+from impl.engine.effects import Call, Sleep
+from impl.engine.errors import UnknownWorkflow
+from impl.engine.export import by_workflow, render_workflow
+from impl.engine.model import Gates, Settings
+from impl.engine.node import Handle, ResultUnavailable, WorkflowFailed
+from impl.engine.sim import Simulation
+from impl.engine.urls import open_backend
+
+LEASE = 1_000
+NODES = ("n1", "n2")
+WFS = ("w1", "w2")
+SETTINGS = Settings(lease_ms=LEASE, renew_interval_ms=LEASE // 3, poll_interval_ms=100)
+DRAIN_STEPS = 20_000
+
+
+@dataclass
+class Example:
+    """One example's schedule (the rules that ran, with what they did) and its traces."""
+
+    number: int
+    steps: list[tuple[str, str, str]] = field(default_factory=list)  # (node, step, outcome): the rules
+    drain: list[tuple[str, str, str]] = field(default_factory=list)  # what the seeded drain did after them
+    traces: dict[str, str] = field(default_factory=dict)
+
+    def schedule(self) -> str:
+        """The schedule as a table: one line per rule, then the drain's steps (marked d)."""
+        width = max((len(s) for _, s, _ in self.steps + self.drain), default=4)
+        lines = [f"  {'#':>4}  node  {'step':<{width}}  outcome"]
+        lines += [f"  {i:>4}  {n:<4}  {s:<{width}}  {o}" for i, (n, s, o) in enumerate(self.steps, 1)]
+        lines += [f"  d{i:>3}  {n:<4}  {s:<{width}}  {o}" for i, (n, s, o) in enumerate(self.drain, 1)]
+        return "\n".join(lines)
+
+
+class Examples:
+    """The examples of one test run, for the trace check after it."""
+
+    def __init__(self) -> None:
+        self.all: list[Example] = []
+
+    def new(self) -> Example:
+        ex = Example(len(self.all) + 1)
+        self.all.append(ex)
+        return ex
+
+
+class Stores:
+    """Opens each example's store: one backend per node over the same data."""
+
+    def __init__(self, kind: str, mysql_url: str | None = None, prefix: str = "lp_sm") -> None:
+        self.kind, self.mysql_url, self.prefix = kind, mysql_url, prefix
+        self.dir = Path(tempfile.mkdtemp(prefix="lp-engine-machine-"))
+        self.count = 0
+
+    def open(self) -> dict[str, Backend]:
+        """Fresh, empty tables; a backend per node (the twin: one, shared)."""
+        self.count += 1
+        if self.kind == "twin":
+            shared = MemoryBackend()
+            return {n: shared for n in NODES}
+        if self.kind == "sqlite":
+            url = f"sqlite:///{self.dir}/example{self.count}.db"
+            first = open_backend(url)
+            return {NODES[0]: first, **{n: open_backend(url, create=False) for n in NODES[1:]}}
+        assert self.mysql_url is not None
+        prefix = f"{self.prefix}{self.count}_"
+        first = open_backend(self.mysql_url, prefix)
+        return {NODES[0]: first, **{n: open_backend(self.mysql_url, prefix, create=False) for n in NODES[1:]}}
+
+    def close(self, backends: dict[str, Backend]) -> None:
+        """Drop the example's tables and close every connection."""
+        first = backends[NODES[0]]
+        if self.kind != "twin":
+            first.drop_schema()
+        for b in {id(b): b for b in backends.values()}.values():
+            b.close()
+
+
+class EngineMachine(RuleBasedStateMachine):
+    """Two nodes, two workflows, one store (see the module docstring)."""
+
+    gates = Gates()
+    stores: Stores = Stores("twin")
+    examples: Examples = Examples()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.backends = self.stores.open()
+        self.sim = Simulation(self.backends[NODES[0]], nodes=NODES, seed=0, gates=self.gates, settings=SETTINGS,
+                              node_backends=self.backends)
+        self.example = self.examples.new()
+        self.terminal: dict[str, str] = {}
+        self.handles: dict[tuple[str, str], Any] = {}  # (node, wf) -> the start's fiber
+        self.dead_callers: set[tuple[str, str, str]] = set()  # (node, "start" | "signal", wf)
+        self.unapproved: set[str] = set()  # waiting workflows the drain could not signal
+        self.answers: list[tuple[str, str, Any]] = []  # (node, wf, result fiber)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _log(self, node: str, step: str, outcome: str = "") -> None:
+        self.example.steps.append((node, step, outcome))
+
+    def _runnable(self, node: str) -> list[Any]:
+        now = self.sim.clock.now_ms()
+        return [f for f in self.sim.fibers if f.node == node and not f.done and node not in self.sim.crashed
+                and self.sim.paused_until[node] <= now
+                and (isinstance(f.effect, Call) or (isinstance(f.effect, Sleep) and f.wake_at <= now))]
+
+    def _pick(self, want: Callable[[str, Any], bool]) -> bool:
+        """Take the first of the simulation's current choices that `want` accepts."""
+        choices = self.sim.choices()
+        for i, (kind, what) in enumerate(choices):
+            if want(kind, what):
+                self.sim.step(lambda n, i=i: i)
+                return True
+        return False
+
+    # -- callers ---------------------------------------------------------------------------
+
+    @precondition(lambda self: len(self.handles) < 3)
+    @rule(node=st.sampled_from(NODES), wf=st.sampled_from(WFS), long=st.booleans(), waits=st.booleans())
+    def start(self, node: str, wf: str, long: bool, waits: bool) -> None:
+        """A caller on `node` starts `wf` in process (its handler long or short, waiting or not)."""
+        if (node, wf) in self.handles or (node, "start", wf) in self.dead_callers:
+            return
+        state = {"work_ms": 3 * LEASE // 2 if long else 0, "approved": not waits}
+        self.handles[(node, wf)] = self.sim.spawn(node, self.sim.nodes[node].start(wf, "approval", state), f"start:{wf}")
+        self._log(node, f"start {wf}", f"{'long' if long else 'short'}{', waits' if waits else ''}")
+
+    @rule(node=st.sampled_from(NODES), wf=st.sampled_from(WFS))
+    def signal(self, node: str, wf: str) -> None:
+        """A caller on `node` signals `wf` in process (the engine's own path for the gates).
+
+        One signal of a workflow at a time per node, as `tla/Engine.tla` has one signaller per
+        (node, workflow): a trace of two at once (which the trace cannot tell apart) would be
+        rejected for a reason that is not a bug."""
+        busy = any(f.node == node and f.label == f"signal:{wf}" and not f.done for f in self.sim.fibers)
+        if busy or (node, "signal", wf) in self.dead_callers or self.sim.backend.read_instance(wf) is None:
+            return
+        self.sim.spawn(node, self.sim.nodes[node].signal(wf, "approve"), f"signal:{wf}")
+        self._log(node, f"signal {wf}")
+
+    # -- nodes -----------------------------------------------------------------------------
+
+    @rule(node=st.sampled_from(NODES))
+    def store_step(self, node: str) -> None:
+        """`node`'s next pending store transaction (or a sleep that is over) runs."""
+        fibers = self._runnable(node)
+        if not fibers:
+            return
+        f = fibers[0]
+        label = f.effect.label if isinstance(f.effect, Call) else "wake"
+        self._pick(lambda kind, what: kind == "fiber" and what is f)
+        self._log(node, f"{f.label}: {label}")
+
+    @rule(node=st.sampled_from(NODES))
+    def take(self, node: str) -> None:
+        """`node`'s taker hands its next queued task to a worker."""
+        if self._pick(lambda kind, what: kind == "take" and what == node):
+            self._log(node, "take")
+
+    @rule()
+    def time_passes(self) -> None:
+        """When nothing can happen now, the clock moves to the next wake-up (no step is late)."""
+        if not self.sim.choices():
+            before = self.sim.clock.now_ms()
+            self.sim.step()
+            self._log("-", "time", f"+{self.sim.clock.now_ms() - before} ms")
+
+    @rule(node=st.sampled_from(NODES), ms=st.integers(1, LEASE // 2))
+    def pause(self, node: str, ms: int) -> None:
+        """`node` stalls for `ms` (NoLongPauses: never back to back, under half a lease)."""
+        if self.sim.paused_until[node] + LEASE <= self.sim.clock.now_ms():
+            self.sim.pause(node, ms)
+            self._log(node, "pause", f"{ms} ms")
+
+    @rule(node=st.sampled_from(NODES))
+    def crash(self, node: str) -> None:
+        """`node` crashes and restarts empty: its queue, runs and callers' futures are gone."""
+        # A caller in the crashed process dies with it; one that had returned keeps its handle.
+        # Its (node, workflow) gets no new caller: tla/Engine.tla has one starter and one
+        # signaller per (node, workflow), and a trace cannot tell a dead one from a new one.
+        self.handles = {k: v for k, v in self.handles.items() if k[0] != node or v.done}
+        for f in self.sim.fibers:
+            if f.node == node and not f.done and f.label.startswith(("start:", "signal:")):
+                self.dead_callers.add((node, f.label.split(":", 1)[0], f.label.split(":", 1)[1]))
+        self.sim.crash(node)
+        self._log(node, "crash")
+
+    # -- invariants ------------------------------------------------------------------------
+
+    @invariant()
+    def no_overlapping_runs(self) -> None:
+        assert self.sim.monitor.overlaps == 0, \
+            f"NoOverlappingRuns: two runs of one workflow at once, after\n{self.example.schedule()}"
+
+    @invariant()
+    def terminal_is_stable(self) -> None:
+        for wf in WFS:
+            inst = self.sim.backend.read_instance(wf)
+            if wf in self.terminal:
+                assert inst is not None and inst.status == self.terminal[wf], f"TerminalIsStable: {wf}"
+            elif inst is not None and inst.terminal:
+                self.terminal[wf] = inst.status
+
+    @invariant()
+    def no_fiber_errors(self) -> None:
+        errors = [(label, e) for label, e in self.sim.errors if not isinstance(e, UnknownWorkflow)]
+        assert errors == [], f"NoFiberErrors: {errors}"
+
+    # -- the end of an example -------------------------------------------------------------
+
+    def _step_logged(self) -> bool:
+        """One step of the seeded scheduler, logged as a drain step of the schedule."""
+        choices = self.sim.choices()
+        if not choices:
+            before = self.sim.clock.now_ms()
+            more = self.sim.step()
+            if more:
+                self.example.drain.append(("-", "time", f"+{self.sim.clock.now_ms() - before} ms"))
+            return more
+        index = self.sim.rng.randrange(len(choices))
+        kind, what = choices[index]
+        if kind == "take":
+            self.example.drain.append((what, "take", ""))
+        else:
+            label = what.effect.label if isinstance(what.effect, Call) else "wake"
+            self.example.drain.append((what.node, f"{what.label}: {label}", ""))
+        return self.sim.step(lambda n: index)
+
+    def _run_logged(self, done: Callable[[], bool]) -> None:
+        for _ in range(DRAIN_STEPS):
+            if done() or not self._step_logged():
+                return
+            self.no_overlapping_runs()
+
+    def _drain(self) -> None:
+        """Faults stop: the callers finish, every waiting workflow is approved, and the nodes
+        step (seeded, logged as the schedule's drain) until nothing is left to do."""
+        def callers_done() -> bool:
+            return not any(f.label.startswith(("signal:", "start:")) for f in self.sim.fibers)
+
+        self._run_logged(callers_done)
+        for inst in self.sim.backend.list_instances():
+            fit = [n for n in NODES if (n, "signal", inst.wf) not in self.dead_callers]
+            if not inst.terminal and fit:
+                self.sim.spawn(fit[0], self.sim.nodes[fit[0]].signal(inst.wf, "approve"), f"signal:{inst.wf}")
+                self.example.drain.append((fit[0], f"signal {inst.wf}", "approve"))
+            elif not inst.terminal:
+                self.unapproved.add(inst.wf)  # no node may send it one more signal (see `crash`)
+        self._run_logged(lambda: callers_done() and all(i.terminal for i in self.sim.backend.list_instances())
+                         and not any(f.label.startswith("run:") for f in self.sim.fibers))
+
+    def teardown(self) -> None:
+        try:
+            self._drain()
+            self.no_overlapping_runs()
+            stranded = [i.wf for i in self.sim.backend.list_instances() if not i.terminal and i.wf not in self.unapproved]
+            assert stranded == [], f"EventuallyDone: {stranded} not terminal once faults stopped"
+            self._callers_answered()
+        finally:
+            self.example.traces = {
+                wf: render_workflow(evs, self.sim.gates, self.sim.settings, NODES,
+                                    f"machine-{self.stores.kind}-{self.example.number}/{wf}", self.sim.faults.of(wf))
+                for wf, evs in by_workflow(self.sim.backend.read_events()).items()
+            }
+            self.stores.close(self.backends)
+
+    def _callers_answered(self) -> None:
+        """CallersAnswered: every start still in its process gets the stored result."""
+        for (node, wf), fiber in self.handles.items():
+            assert fiber.done and fiber.error is None, f"CallersAnswered: the start of {wf} on {node} never returned"
+            handle: Handle = fiber.value
+            reader = self.sim.spawn(node, self.sim.nodes[node].result(handle), f"result:{wf}")
+            self.sim.run_until(lambda: reader.done, max_steps=DRAIN_STEPS)
+            inst = self.sim.backend.read_instance(wf)
+            assert inst is not None and reader.done, f"CallersAnswered: the caller of {wf} on {node} waits forever"
+            if isinstance(reader.error, WorkflowFailed):
+                assert inst.status == "FAILED", f"CallersAnswered: {wf} reported failed but is {inst.status}"
+                continue
+            assert reader.error is None, f"CallersAnswered: {wf} on {node}: {reader.error!r}"
+            stored = json.loads(inst.result) if inst.result is not None else None
+            assert reader.value == stored, f"CallersAnswered: {wf} on {node} got {reader.value!r}, stored {stored!r}"
+            fut = handle.future
+            if fut.done() and fut.exception() is None:
+                assert fut.result() == stored, f"CallersAnswered: {wf}'s future says {fut.result()!r}, stored {stored!r}"
+            elif fut.done():
+                assert isinstance(fut.exception(), ResultUnavailable), f"{wf}: {fut.exception()!r}"
+
+
+def machine_for(kind: str, gates: Gates = Gates(), mysql_url: str | None = None, prefix: str = "lp_sm") -> type[EngineMachine]:
+    """The machine on one kind of store (`twin`, `sqlite`, `mysql`), with its own examples."""
+    return type(f"EngineMachine_{kind}", (EngineMachine,),
+                {"gates": gates, "stores": Stores(kind, mysql_url, prefix), "examples": Examples()})
