@@ -116,6 +116,7 @@ class EngineMachine(RuleBasedStateMachine):
     """Two nodes, two workflows, one store (see the module docstring)."""
 
     gates = Gates()
+    decisions: Any = None
     stores: Stores = Stores("twin")
     examples: Examples = Examples()
 
@@ -123,7 +124,7 @@ class EngineMachine(RuleBasedStateMachine):
         super().__init__()
         self.backends = self.stores.open()
         self.sim = Simulation(self.backends[NODES[0]], nodes=NODES, seed=0, gates=self.gates, settings=SETTINGS,
-                              node_backends=self.backends)
+                              node_backends=self.backends, decisions=self.decisions)
         self.example = self.examples.new()
         self.terminal: dict[str, str] = {}
         self.handles: dict[tuple[str, str], Any] = {}  # (node, wf) -> the start's fiber
@@ -292,7 +293,7 @@ class EngineMachine(RuleBasedStateMachine):
             self._drain()
             self.no_overlapping_runs()
             stranded = [i.wf for i in self.sim.backend.list_instances() if not i.terminal and i.wf not in self.unapproved]
-            assert stranded == [], f"EventuallyDone: {stranded} not terminal once faults stopped"
+            assert stranded == [], f"EventuallyDone: {stranded} not terminal once faults stopped, after\n{self.example.schedule()}"
             self._callers_answered()
         finally:
             self.example.traces = {
@@ -304,6 +305,12 @@ class EngineMachine(RuleBasedStateMachine):
 
     def _callers_answered(self) -> None:
         """CallersAnswered: every start still in its process gets the stored result."""
+        try:
+            self._check_answers()
+        except AssertionError as e:
+            raise AssertionError(f"{e}, after\n{self.example.schedule()}") from None
+
+    def _check_answers(self) -> None:
         for (node, wf), fiber in self.handles.items():
             assert fiber.done and fiber.error is None, f"CallersAnswered: the start of {wf} on {node} never returned"
             handle: Handle = fiber.value
@@ -324,7 +331,9 @@ class EngineMachine(RuleBasedStateMachine):
                 assert isinstance(fut.exception(), ResultUnavailable), f"{wf}: {fut.exception()!r}"
 
 
-def machine_for(kind: str, gates: Gates = Gates(), mysql_url: str | None = None, prefix: str = "lp_sm") -> type[EngineMachine]:
-    """The machine on one kind of store (`twin`, `sqlite`, `mysql`), with its own examples."""
+def machine_for(kind: str, gates: Gates = Gates(), mysql_url: str | None = None, prefix: str = "lp_sm",
+                decisions: Any = None) -> type[EngineMachine]:
+    """The machine on one kind of store (`twin`, `sqlite`, `mysql`), with its own examples;
+    `decisions` swaps the store's pure decisions (`impl/engine/mutants.py`)."""
     return type(f"EngineMachine_{kind}", (EngineMachine,),
-                {"gates": gates, "stores": Stores(kind, mysql_url, prefix), "examples": Examples()})
+                {"gates": gates, "decisions": decisions, "stores": Stores(kind, mysql_url, prefix), "examples": Examples()})
