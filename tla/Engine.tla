@@ -153,7 +153,7 @@ VARIABLE work
 WorkOK == work \in [Nodes -> [Workflows -> Item]]
 
 -----------------------------------------------------------------------------
-(* The callers: impl/engine/node.py start and signal.                      *)
+(* The callers: impl/engine/node.py start and signal.                     *)
 
 \* "created": between the two writes of a start; "recovering": a start that found a
 \* stranded RUNNING instance and will schedule it; "awaiting": its copy is queued here and
@@ -488,9 +488,10 @@ RunEnd(n, w) ==
 
 \* arm_timer: the TIMER row of the timer a run just saved, in its own transaction (the
 \* reference: the timer is saved with the workflow, its TIMER task scheduled afterwards).  A
-\* crash or a failed write before it (Crash, StoreError) leaves the task to lapse and rerun, and
-\* the replay finds the timer saved: no TIMER row is ever written (timer_arming_crash).  Then
-\* the task is finished, or rerun at once if a rerun is owed.
+\* crash before it (Crash) or its write failing (StoreError) leaves the task to lapse and
+\* rerun, and the replay finds the timer saved: no TIMER row is ever written
+\* (timer_arming_crash, timer_arming_store_error).  Then the task is finished, or rerun at
+\* once if a rerun is owed.
 ArmTimer(n, w) ==
     /\ work[n][w].phase = "ended"
     /\ work[n][w].result = "arming"
