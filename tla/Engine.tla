@@ -13,6 +13,9 @@
 (* Every action named like a row of the Engine table in tla/README.md is   *)
 (* one store transaction and one trace event; the others (Tick, Crash,     *)
 (* the fault actions, the caller steps that write nothing) are hidden.     *)
+(* The timer steps (ArmTimer, FetchTimer, FireTimer) are store             *)
+(* transactions of the reference with no trace op: impl/engine has no      *)
+(* timers.                                                                 *)
 (*                                                                         *)
 (* Time: `clock` is a small integer; the lease is `Lease` ticks and        *)
 (* `run_after` holds absolute ticks, as in the trace.  When the clock      *)
@@ -72,9 +75,17 @@ CONSTANTS
     UserFailures,       \* runs whose handler throws (result "failed")
     StartRetries        \* a failed start's caller retries the start
 
+\* Timers (see "Timers" below).  Not in impl/engine, which has no timers: TraceEngine sets
+\* TimerRuns FALSE.
+CONSTANTS
+    TimerRuns,          \* the workflow sleeps on one timer before it completes
+    ArmTimerWithSave    \* the fix: run_end writes the TIMER row in the instance's transaction
+                        \* (off: the reference's order, the TIMER row in a later transaction)
+
 ASSUME /\ Lease \in Nat \ {0} /\ Backoff \in Nat /\ MaxClock \in Nat \ {0}
        /\ MaxRetries \in Nat /\ MaxRenewals \in Nat
        /\ StartNodes \subseteq Nodes /\ SignalNodes \subseteq Nodes
+       /\ TimerRuns \in BOOLEAN /\ ArmTimerWithSave \in BOOLEAN
 
 \* How close to its end a lease is renewed: a worker renews when its lease would lapse within
 \* RenewAhead ticks.  The models' tick is the renew interval, so 1; TraceEngine, whose clock
@@ -83,9 +94,9 @@ RenewAhead == 1
 
 \* Whether a run may end `waiting` (the workflow waits for a signal: its instance is saved,
 \* still RUNNING, and the task is finished as after a completed run, so that the signal's
-\* schedule drives it on).  FALSE in the models, which leave timers and waiting out (no
-\* WaitingIsDriven); TraceEngine replaces it by TRUE, to explain traces of workflows that
-\* wait (impl/engine/workflows.py approval).
+\* schedule drives it on).  FALSE in the models (waiting on a timer is TimerRuns);
+\* TraceEngine replaces it by TRUE, to explain traces of workflows that wait
+\* (impl/engine/workflows.py approval).
 WaitingRuns == FALSE
 
 Terminal == {"COMPLETED", "FAILED"}
@@ -123,7 +134,9 @@ ClockOK == clock \in 0..MaxClock
 \* assumption (see the header); `snap` is the instance version a run read at RunStart;
 \* `owed`: a renewal adopted a rerun recorded on its lease (RenewAdoptsRerun).
 Phases  == {"none", "queued", "running", "ended", "rerun"}
-Results == {"none", "completed", "waiting", "failed"}
+\* "arming": the run ended waiting on a timer it created and still owes its TIMER row
+\* (ArmTimer).
+Results == {"none", "completed", "waiting", "failed", "arming"}
 Item == [phase : Phases, source : {"none", "memory", "store"}, version : Nat,
          lease : 0..MaxTime, retry : Nat, bound : BOOLEAN, snap : Nat,
          result : Results, renewals : Nat, owed : BOOLEAN]
@@ -163,13 +176,46 @@ VARIABLE budget
 BudgetOK == budget \in [crash : Nat, outlive : Nat, expiry : Nat, storeError : Nat,
                         caller : Nat, signal : Nat, user : Nat, retry : Nat]
 
+-----------------------------------------------------------------------------
+(* Timers: the reference's TIMER rows (impl/engine has none; TimerRuns).   *)
+(* A run that sleeps creates its timer, which the instance's transaction   *)
+(* saves (the reference keeps timers beside the workflow row), and arms    *)
+(* it: a TIMER row in the scheduler table, due TimerDelay later.  A        *)
+(* worker leases the due TIMER row; its firing marks the timer fired and   *)
+(* schedules the workflow's execution.  A replay of the workflow (a rerun  *)
+(* of its task) finds a saved timer and does not create it again.          *)
+
+\* waitsOn[w]: what the workflow's last saved run waits on: "none" (it did not wait),
+\* "signal" (WaitingRuns) or "timer" (TimerRuns).
+VARIABLE waitsOn
+WaitsOnOK == waitsOn \in [Workflows -> {"none", "signal", "timer"}]
+
+\* timer[w]: the workflow's one timer.  `entry`: the timer as the instance's transaction saved
+\* it; `row`: its TIMER row (NoRow when absent); `heldBy`: the node whose worker leased the row
+\* (empty, or one node: a held lease does not lapse, as for task rows).
+VARIABLE timer
+TimerRowOK(r) == r \in [status : {"ABSENT"} \cup LiveTask, run_after : 0..MaxTime,
+                         version : Nat, retry_count : Nat]
+TimerOK == \A w \in Workflows :
+              /\ timer[w].entry \in {"none", "active", "fired"}
+              /\ TimerRowOK(timer[w].row)
+              /\ timer[w].heldBy \subseteq Nodes
+NoTimer == [entry |-> "none", row |-> NoRow, heldBy |-> {}]
+
+\* A timer is due one tick after it is armed (the shortest sleep: its TIMER row may fire while
+\* the run that armed it still holds its task).
+TimerDelay == 1
+
+timerVars == <<waitsOn, timer>>
+
 storeVars  == <<instance, task, clock>>
 nodeVars   == <<queue, work>>
 callerVars == <<starter, signaller, sigRead>>
-vars == <<instance, task, clock, queue, work, starter, signaller, sigRead, budget>>
+vars == <<instance, task, clock, queue, work, starter, signaller, sigRead, budget,
+          waitsOn, timer>>
 
 TypeOK == InstanceOK /\ TaskOK /\ ClockOK /\ QueueOK /\ WorkOK /\ StarterOK
-          /\ SignallerOK /\ SigReadOK /\ BudgetOK
+          /\ SignallerOK /\ SigReadOK /\ BudgetOK /\ WaitsOnOK /\ TimerOK
 
 -----------------------------------------------------------------------------
 Init ==
@@ -187,6 +233,8 @@ Init ==
                  expiry |-> EarlyExpiryFaults, storeError |-> StoreErrorFaults,
                  caller |-> CallerFaults, signal |-> SignalFaults, user |-> UserFailures,
                  retry |-> StartRetries]
+    /\ waitsOn = [w \in Workflows |-> "none"]
+    /\ timer = [w \in Workflows |-> NoTimer]
 
 -----------------------------------------------------------------------------
 (* The scheduler's decisions, pure.  impl/engine/scheduler.py               *)
@@ -388,30 +436,93 @@ Fresh(n, w) ==
     /\ ~RunEndChecksStatus \/ instance[w].status = "RUNNING"
     /\ instance[w].version = work[n][w].snap
 
+\* A new timer's TIMER row: a timer's id is new, so the row is inserted at version 1.
+ArmedRow == [status |-> "PENDING", run_after |-> clock + TimerDelay, version |-> 1,
+             retry_count |-> 0]
+
 \* run_end: the handler's result (args: result) and its versioned write of the instance,
 \* saved only over the version the run read and only on a RUNNING instance (else
 \* conflict: nothing is written).  A handler fails only on a RUNNING instance (a terminal
 \* one gives it nothing to do); so does waiting (WaitingRuns).  A run that owes a rerun
 \* (RenewAdoptsRerun) and did not fail runs again at once instead of finishing.
+\* With TimerRuns the workflow sleeps on its timer (result "timer") until the timer has fired,
+\* then completes.  A first visit of the sleep creates the timer, and the save commits it;
+\* its TIMER row is written by the same transaction (ArmTimerWithSave) or by ArmTimer after
+\* it, before the task is finished.  A replay that finds the timer saved waits on it as it is.
 RunEnd(n, w) ==
     /\ work[n][w].phase = "running"
     /\ LET fresh == Fresh(n, w)
            canFail == instance[w].status = "RUNNING" /\ budget.user > 0
            canWait == instance[w].status = "RUNNING" /\ WaitingRuns
-           results == {"completed"} \cup (IF canFail THEN {"failed"} ELSE {})
-                                    \cup (IF canWait THEN {"waiting"} ELSE {})
+           sleeps == TimerRuns /\ instance[w].status = "RUNNING" /\ timer[w].entry # "fired"
+           results == (IF sleeps THEN {"timer"} ELSE {"completed"})
+                        \cup (IF canFail THEN {"failed"} ELSE {})
+                        \cup (IF canWait THEN {"waiting"} ELSE {})
+           creates(result) == fresh /\ result = "timer" /\ timer[w].entry = "none"
+           arming(result) == creates(result) /\ ~ArmTimerWithSave
        IN \E result \in results :
             /\ instance' = [instance EXCEPT ![w] =
                  CASE fresh /\ result = "completed" ->
                         [status |-> "COMPLETED", version |-> @.version + 1]
-                   [] fresh /\ result \in {"failed", "waiting"} -> [@ EXCEPT !.version = @ + 1]
+                   [] fresh /\ result \in {"failed", "waiting", "timer"} ->
+                        [@ EXCEPT !.version = @ + 1]
                    [] OTHER -> @]
             /\ budget' = [budget EXCEPT !.user = IF result = "failed" THEN @ - 1 ELSE @]
             /\ work' = [work EXCEPT ![n][w] =
-                 IF result # "failed" /\ @.owed
+                 IF result # "failed" /\ @.owed /\ ~arming(result)
                  THEN [@ EXCEPT !.phase = "rerun", !.owed = FALSE]
-                 ELSE [@ EXCEPT !.phase = "ended", !.result = result]]
+                 ELSE [@ EXCEPT !.phase = "ended",
+                                !.result = CASE arming(result) -> "arming"
+                                             [] result = "timer" -> "waiting"
+                                             [] OTHER -> result]]
+            /\ waitsOn' = [waitsOn EXCEPT ![w] =
+                 CASE ~fresh -> @
+                   [] result = "timer" -> "timer"
+                   [] result = "waiting" -> "signal"
+                   [] OTHER -> "none"]
+            /\ timer' = IF creates(result)
+                        THEN [timer EXCEPT ![w].entry = "active",
+                                           ![w].row = IF ArmTimerWithSave THEN ArmedRow ELSE @]
+                        ELSE timer
     /\ UNCHANGED <<task, clock, queue, starter, signaller, sigRead>>
+
+\* arm_timer: the TIMER row of the timer a run just saved, in its own transaction (the
+\* reference: the timer is saved with the workflow, its TIMER task scheduled afterwards).  A
+\* crash before it (Crash) or its write failing (StoreError) leaves the task to lapse and
+\* rerun, and the replay finds the timer saved: no TIMER row is ever written
+\* (timer_arming_crash, timer_arming_store_error).  Then the task is finished, or rerun at
+\* once if a rerun is owed.
+ArmTimer(n, w) ==
+    /\ work[n][w].phase = "ended"
+    /\ work[n][w].result = "arming"
+    /\ timer' = [timer EXCEPT ![w].row = ArmedRow]
+    /\ work' = [work EXCEPT ![n][w] =
+                 IF @.owed THEN [@ EXCEPT !.phase = "rerun", !.owed = FALSE]
+                 ELSE [@ EXCEPT !.result = "waiting"]]
+    /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead, budget, waitsOn>>
+
+\* fetch_timer: a worker leases the due TIMER row, as Fetch a task row.
+FetchTimer(n, w) ==
+    /\ timer[w].row.status \in LiveTask
+    /\ timer[w].row.run_after <= clock
+    /\ timer' = [timer EXCEPT ![w].row = [@ EXCEPT !.status = "RUNNING",
+                                                  !.run_after = clock + Lease,
+                                                  !.version = @ + 1, !.retry_count = @ + 1],
+                             ![w].heldBy = {n}]
+    /\ UNCHANGED <<instance, task, clock, queue, work, starter, signaller, sigRead, budget,
+                   waitsOn>>
+
+\* fire_timer: the leased timer fires: it is marked fired, the workflow's execution is
+\* scheduled (due now, honouring leases, as a signal's schedule) and the TIMER row removed, in
+\* one transaction.  (The reference takes several writes; a crash among them would leave the
+\* TIMER row leased, to be fetched and fired again: one more schedule.)
+FireTimer(n, w) ==
+    /\ n \in timer[w].heldBy
+    /\ timer' = [timer EXCEPT ![w] = [entry |-> "fired", row |-> NoRow, heldBy |-> {}]]
+    /\ task' = [task EXCEPT ![w] = ScheduledRow(w, clock, ScheduleOutcome(w, TRUE))]
+    /\ UNCHANGED <<instance, clock, queue, work, starter, signaller, sigRead, budget, waitsOn>>
+
+TimerStep(n, w) == ArmTimer(n, w) \/ FetchTimer(n, w) \/ FireTimer(n, w)
 
 \* renew: renew_lease while the handler runs (WHERE version = v).  A worker renews when
 \* its lease would lapse within RenewAhead ticks; a run renews at most MaxRenewals times.
@@ -500,30 +611,39 @@ HoldsLease(n, w) ==
 Shift(t) == IF t > 0 THEN t - 1 ELSE 0
 ShiftItem(it) == [it EXCEPT !.lease = Shift(@)]
 
+\* A TIMER row waits for time; a held one is held to its lease like a task row.
+TimerWaits(w) == timer[w].row.status \in LiveTask /\ timer[w].row.run_after > clock
+TimerLeaseKept(w) == timer[w].heldBy # {} => timer[w].row.run_after > clock + 1
+
 \* The clock moves one tick, when some row waits for time and no held lease would lapse.
 \* At MaxClock every stored time moves down instead (see the header).
 Tick ==
-    /\ \E w \in Workflows : task[w].status \in LiveTask /\ task[w].run_after > clock
+    /\ \/ \E w \in Workflows : task[w].status \in LiveTask /\ task[w].run_after > clock
+       \/ \E w \in Workflows : TimerWaits(w)
     /\ \A n \in Nodes, w \in Workflows :
           HoldsLease(n, w) => task[w].run_after > clock + 1
+    /\ \A w \in Workflows : TimerLeaseKept(w)
     /\ IF clock < MaxClock
        THEN /\ clock' = clock + 1
-            /\ UNCHANGED <<task, queue, work, sigRead>>
+            /\ UNCHANGED <<task, queue, work, sigRead, timer>>
        ELSE /\ UNCHANGED clock
             /\ task' = [w \in Workflows |-> [task[w] EXCEPT !.run_after = Shift(@)]]
             /\ queue' = [n \in Nodes |-> [w \in Workflows |-> ShiftItem(queue[n][w])]]
             /\ work' = [n \in Nodes |-> [w \in Workflows |-> ShiftItem(work[n][w])]]
-    /\ UNCHANGED <<instance, starter, signaller, budget, sigRead>>
+            /\ timer' = [w \in Workflows |-> [timer[w] EXCEPT !.row.run_after = Shift(@)]]
+    /\ UNCHANGED <<instance, starter, signaller, budget, sigRead, waitsOn>>
 
 \* A node crashes and restarts at once: its queue and its runs are gone (their rows stay,
 \* leased until they lapse).  Its callers are separate processes (see CallerFails).
 Crash(n) ==
     /\ budget.crash > 0
     /\ \E w \in Workflows : queue[n][w].phase # "none" \/ work[n][w].phase # "none"
+                           \/ n \in timer[w].heldBy
     /\ queue' = [queue EXCEPT ![n] = [w \in Workflows |-> NoItem]]
     /\ work' = [work EXCEPT ![n] = [w \in Workflows |-> NoItem]]
+    /\ timer' = [w \in Workflows |-> [timer[w] EXCEPT !.heldBy = @ \ {n}]]
     /\ budget' = [budget EXCEPT !.crash = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, starter, signaller, sigRead>>
+    /\ UNCHANGED <<instance, task, clock, starter, signaller, sigRead, waitsOn>>
 
 \* A running handler outlives its lease: the lease may now lapse while it runs.
 OutliveLease(n, w) ==
@@ -551,21 +671,29 @@ StoreError(n, w) ==
     /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead>>
 
 -----------------------------------------------------------------------------
+\* The steps that do not touch timers leave timerVars alone here, once, not each in its frame.
 CallerStep(n, w) ==
-    \/ CreateInstance(n, w) \/ ReadInstance(n, w) \/ UpdateInstance(n, w) \/ Schedule(n, w)
-    \/ ScheduleInMemory(n, w) \/ AlreadyQueued(n, w) \/ RetryStart(n, w)
+    /\ \/ CreateInstance(n, w) \/ ReadInstance(n, w) \/ UpdateInstance(n, w) \/ Schedule(n, w)
+       \/ ScheduleInMemory(n, w) \/ AlreadyQueued(n, w) \/ RetryStart(n, w)
+    /\ UNCHANGED timerVars
 
 WorkerStep(n, w) ==
-    \/ Fetch(n, w) \/ RunStart(n, w) \/ RunEnd(n, w) \/ Remove(n, w)
-    \/ RescheduleRetry(n, w) \/ MarkFailed(n, w)
+    \/ /\ \/ Fetch(n, w) \/ RunStart(n, w) \/ Remove(n, w)
+          \/ RescheduleRetry(n, w) \/ MarkFailed(n, w)
+       /\ UNCHANGED timerVars
+    \/ RunEnd(n, w)
+    \/ TimerStep(n, w)
 
 Fault(n, w) ==
-    \/ Crash(n) \/ OutliveLease(n, w) \/ EarlyExpiry(n, w) \/ StoreError(n, w)
-    \/ CallerFails(n, w) \/ SignalFails(n, w)
+    \/ Crash(n)
+    \/ /\ \/ OutliveLease(n, w) \/ EarlyExpiry(n, w) \/ StoreError(n, w)
+          \/ CallerFails(n, w) \/ SignalFails(n, w)
+       /\ UNCHANGED timerVars
 
 Next ==
     \/ \E n \in Nodes, w \in Workflows :
-          CallerStep(n, w) \/ WorkerStep(n, w) \/ Renew(n, w) \/ Fault(n, w)
+          \/ CallerStep(n, w) \/ WorkerStep(n, w) \/ Fault(n, w)
+          \/ Renew(n, w) /\ UNCHANGED timerVars
     \/ Tick
 
 \* NoLongPauses: a caller does not stall forever, in particular not between the two
@@ -602,7 +730,21 @@ Driven(w) ==
                         \/ /\ StartWillSchedule
                            /\ \/ starter[n][w] = "idle"
                               \/ starter[n][w] = "failed" /\ budget.retry > 0
-RunningIsDriven == \A w \in Workflows : instance[w].status = "RUNNING" => Driven(w)
+\* A workflow whose last saved run ended waiting is WaitingIsDriven's.
+RunningIsDriven ==
+    \A w \in Workflows : instance[w].status = "RUNNING" /\ waitsOn[w] = "none" => Driven(w)
+
+\* A waiting workflow (RUNNING, its last saved run ended waiting) always has something that
+\* will drive it: what drives a running one, a live TIMER row (its firing schedules the
+\* workflow), or a signal still to come: a signaller yet to read, update or schedule, which
+\* NoLongPauses makes go on (the instance exists); a failed signal is not one.  A saved timer
+\* with no TIMER row is not one either: nothing will fire it (timer_arming_crash).
+TimerDrives(w) == timer[w].row.status \in LiveTask
+SignalToCome(w) == \E n \in Nodes : signaller[n][w] \in {"idle", "read", "updated"}
+WaitingIsDriven ==
+    \A w \in Workflows :
+        instance[w].status = "RUNNING" /\ waitsOn[w] # "none" =>
+            Driven(w) \/ TimerDrives(w) \/ SignalToCome(w)
 
 \* A terminal workflow stays as it is (an action property).
 TerminalIsStable ==

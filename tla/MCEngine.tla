@@ -21,5 +21,10 @@ NeverCompletedInv == \A w \in Workflows : instance[w].status # "COMPLETED"
 NeverRerunInv == \A n \in Nodes, w \in Workflows : work[n][w].phase # "rerun"
 NeverRecoveredInv == \A n \in Nodes, w \in Workflows : starter[n][w] # "recovering"
 NeverDeadLetteredInv == \A w \in Workflows : task[w].status # "FAILED"
+\* A timer that fired while the run that armed it still held the task: the firing's schedule
+\* was honoured (and bumped), so the holder reruns.
+NeverFiredUnderLeaseInv ==
+    \A n \in Nodes, w \in Workflows :
+        ~(timer[w].entry = "fired" /\ work[n][w].phase = "rerun" /\ waitsOn[w] = "timer")
 
 =============================================================================

@@ -127,6 +127,9 @@ Stranded ==
 \* finish attempts (IsRunStart sets attempts itself).
 Step == /\ l' = l + 1 /\ UNCHANGED t
         /\ E.op # "run_start" => UNCHANGED attempts
+        \* impl/engine has no timers (TimerRuns FALSE): only a run_end moves waitsOn.
+        /\ UNCHANGED timer
+        /\ E.op # "run_end" => UNCHANGED waitsOn
         /\ l + 1 = Lines => Match(t, l + 1, [RunningIsDriven |-> <<Stranded', FALSE>>])
         /\ Consumed(t, l + 1, Lines)
 
@@ -365,7 +368,7 @@ ImplQuirk(n) == NewStart(n) \/ NewSignal(n) \/ FinishAttemptsSpent(n)
 Hidden ==
     /\ \/ TraceTick
        \/ \E n \in Nodes : EngineHidden(n) \/ ImplQuirk(n)
-    /\ UNCHANGED <<t, l, attempts>>
+    /\ UNCHANGED <<t, l, attempts, waitsOn, timer>>
 
 -----------------------------------------------------------------------------
 TraceInit == t \in 1..Len(Traces) /\ l = 0 /\ attempts = [n \in Nodes |-> 0] /\ Init
