@@ -423,6 +423,20 @@ TerminalIsStable ==
 \* The external side effect happens at most once per command.
 ExternalOnce == \A k \in Commands : extExec[k] <= 1
 
+\* The call window of an attempt: from its SUBMITTING write (or its read of SUBMITTING) to its
+\* PROCESSING write, where it calls the remote.
+CallWindow == {"call", "process"}
+
+\* The attempts of k in their call window that are live: running and not stale. A stale one
+\* (stalled past the guard TTL) may still be in its window; its guard has lapsed or passed on.
+LiveCalls(k) == {w \in Workers : /\ cmdOf[w] = k /\ pc[w] \in CallWindow
+                                 /\ Running(w) /\ ~stale[w]}
+
+\* At most one live attempt of a command is in its call window at a time: two attempts may be
+\* there at once only when all but one have lost the guard to a stall. Unlike ExternalOnce this
+\* does not hold by construction with a cooperative remote: it is the guard's own promise.
+OneLiveAttempt == \A k \in Commands : Cardinality(LiveCalls(k)) <= 1
+
 \* Every submitted command finishes and its messages are acked.
 EveryCommandDone ==
     \A k \in Commands : status[k] /= "NONE" ~> (status[k] \in Terminal /\ msgs[k] = 0)
