@@ -53,12 +53,22 @@ CONSTANTS
     PauseFault,        \* a worker stalls longer than the guard TTL
     ClientCrashFault   \* the client fails between the state write and the offer
 
+\* The state record's TTL (state_ttl_ms, a day by default, set again by every state write:
+\* submit_state.lua, put_if_owner.lua, cancel.lua). It is far longer than the guard TTL and
+\* the queue's visibility timeout, so a record expires only once its command finished; a
+\* message of it may still be pending then (a duplicate's, or one whose ack was lost).
+CONSTANTS
+    StateExpiry,   \* the record's TTL may run out within a behaviour (StateExpire)
+    LateResubmit   \* a submit of the same id may come after that (else the client's
+                   \* duplicates and retries all come within the TTL)
+
 ASSUME /\ MaxSubmits \in Nat \ {0}
        /\ MaxFaults \in Nat
        /\ NoOne \notin Workers \cup Commands
        /\ \A g \in {AtomicPutIfOwner, RepairOnResubmit, AttemptGuard, TerminalCheck,
                     CancelTakesGuard,                    ExternalIdempotent, CancelOn,
-                    CrashFault, PauseFault, ClientCrashFault} : g \in BOOLEAN
+                    CrashFault, PauseFault, ClientCrashFault, StateExpiry, LateResubmit} :
+                 g \in BOOLEAN
 
 Terminal == {"SUCCEEDED", "FAILED", "CANCELLED"}
 Statuses == {"NONE", "PENDING", "SUBMITTING", "PROCESSING"} \cup Terminal
@@ -99,8 +109,10 @@ workerVars == <<wmode, cmdOf, pc, stale, checked>>
 VARIABLES
     staleWrite,     \* a state write committed by an attempt that did not own the guard
     firstTerminal,  \* [Commands -> Terminal \cup {"NONE"}]: the first terminal status written
+    restarted,      \* a SUBMITTING write to a command that had already reached a terminal status
     faults
-historyVars == <<staleWrite, firstTerminal, faults>>
+writeHistory == <<staleWrite, firstTerminal, restarted>>   \* what the state writes did
+historyVars == <<writeHistory, faults>>
 
 vars == <<storeVars, externalVars, clientVars, workerVars, historyVars>>
 
@@ -121,6 +133,7 @@ TypeOK ==
     /\ checked \in [Workers -> BOOLEAN]
     /\ staleWrite \in BOOLEAN
     /\ firstTerminal \in [Commands -> Terminal \cup {"NONE"}]
+    /\ restarted \in BOOLEAN
     /\ faults \in 0..MaxFaults
 
 -----------------------------------------------------------------------------
@@ -160,6 +173,7 @@ Wrote(w, k, s) ==
     /\ staleWrite' = (staleWrite \/ guard[k] /= w)
     /\ firstTerminal' = [firstTerminal EXCEPT ![k] =
                             IF @ = "NONE" /\ s \in Terminal THEN s ELSE @]
+    /\ restarted' = (restarted \/ (s = "SUBMITTING" /\ firstTerminal[k] /= "NONE"))
 
 -----------------------------------------------------------------------------
 Init ==
@@ -178,6 +192,7 @@ Init ==
     /\ checked = [w \in Workers |-> FALSE]
     /\ staleWrite = FALSE
     /\ firstTerminal = [k \in Commands |-> "NONE"]
+    /\ restarted = FALSE
     /\ faults = 0
 
 \* submit_state: SET cmd:<id> PENDING NX. The first call, a retry after a failure, or a
@@ -278,7 +293,7 @@ PutIfOwner(w, s) ==
               /\ checked' = [checked EXCEPT ![w] = FALSE]
               /\ UNCHANGED <<cmdOf, stale>>
          ELSE /\ EndAttempt(w)                                                 \* refused
-              /\ UNCHANGED <<status, staleWrite, firstTerminal>>
+              /\ UNCHANGED <<status, writeHistory>>
     /\ UNCHANGED <<guard, fresh, msgs, externalVars, clientVars, wmode, faults>>
 
 \* external_call: the call to the external system with the command id as idempotency key.
@@ -325,7 +340,7 @@ Cancel(k) ==
        \/ /\ status[k] \in Terminal                                          \* terminal
           /\ UNCHANGED <<status, firstTerminal>>
     /\ UNCHANGED <<guard, fresh, msgs, externalVars, clientVars, workerVars, staleWrite,
-                   faults>>
+                   restarted, faults>>
 
 -----------------------------------------------------------------------------
 (* Hidden actions.                                                          *)
@@ -346,7 +361,7 @@ Crash(w) ==
     /\ wmode' = [wmode EXCEPT ![w] = "crashed"]
     /\ EndAttempt(w)
     /\ faults' = faults + 1
-    /\ UNCHANGED <<storeVars, externalVars, clientVars, staleWrite, firstTerminal>>
+    /\ UNCHANGED <<storeVars, externalVars, clientVars, writeHistory>>
 
 \* A worker stalls mid-attempt for longer than the guard TTL. Stall is the step itself, which
 \* a trace spec takes with a budget of its own (the faults its trace counts).
@@ -354,8 +369,7 @@ Stall(w) ==
     /\ Running(w) /\ pc[w] /= "idle"
     /\ wmode' = [wmode EXCEPT ![w] = "paused"]
     /\ stale' = [stale EXCEPT ![w] = TRUE]
-    /\ UNCHANGED <<storeVars, externalVars, clientVars, cmdOf, pc, checked, staleWrite,
-                   firstTerminal>>
+    /\ UNCHANGED <<storeVars, externalVars, clientVars, cmdOf, pc, checked, writeHistory>>
 
 Pause(w) ==
     /\ CanFault(PauseFault)
@@ -373,12 +387,25 @@ Resume(w) ==
 ClientFails(k) ==
     /\ client[k] = "offer"
     /\ client' = [client EXCEPT ![k] = "idle"]
-    /\ UNCHANGED <<storeVars, externalVars, submits, workerVars, staleWrite, firstTerminal>>
+    /\ UNCHANGED <<storeVars, externalVars, submits, workerVars, writeHistory>>
 
 ClientCrash(k) ==
     /\ CanFault(ClientCrashFault)
     /\ ClientFails(k)
     /\ faults' = faults + 1
+
+\* The record's TTL ran out (Redis deletes cmd:<id>): only once the command finished (see
+\* StateExpiry), and, unless LateResubmit, once the client has made its last submit. A
+\* delivery then reads no record; a later submit of the id creates it afresh.
+StateExpire(k) ==
+    /\ StateExpiry
+    /\ status[k] \in Terminal
+    /\ LateResubmit \/ (client[k] = "done" /\ submits[k] >= MaxSubmits)  \* no submit to come
+    /\ status' = [status EXCEPT ![k] = "NONE"]
+    /\ UNCHANGED <<guard, fresh, msgs, externalVars, clientVars, workerVars, historyVars>>
+
+\* The record of a finished command expired.
+Expired(k) == status[k] = "NONE" /\ firstTerminal[k] /= "NONE"
 
 -----------------------------------------------------------------------------
 WorkerStep(w) ==
@@ -391,6 +418,7 @@ WorkerStep(w) ==
 Next ==
     \/ \E k \in Commands :
           SubmitState(k) \/ Offer(k) \/ Cancel(k) \/ GuardExpire(k) \/ ClientCrash(k)
+          \/ StateExpire(k)
     \/ \E w \in Workers : WorkerStep(w)
 
 \* Fairness: a client retries until its submit went through (not its duplicates); workers
@@ -416,15 +444,37 @@ Spec == Init /\ [][Next]_vars /\ Fairness
 \* A stale attempt (whose guard expired or passed to another) never writes the state.
 NoStaleWrite == ~staleWrite
 
-\* A command reaches at most one terminal status, and it never changes.
+\* A command reaches at most one terminal status, and it never changes (its record may expire:
+\* the TTL ends it, it does not change it).
 TerminalIsStable ==
-    \A k \in Commands : firstTerminal[k] /= "NONE" => status[k] = firstTerminal[k]
+    \A k \in Commands : firstTerminal[k] /= "NONE" => status[k] \in {firstTerminal[k], "NONE"}
+
+\* A finished command is never started again: no attempt writes SUBMITTING (the step before
+\* a fresh call of the remote) once it reached a terminal status, also after its record expired.
+\* An attempt that finds SUBMITTING retries the same submission: that is not a start.
+NoRestart == ~restarted
 
 \* The external side effect happens at most once per command.
 ExternalOnce == \A k \in Commands : extExec[k] <= 1
 
-\* Every submitted command finishes and its messages are acked.
+\* The call window of an attempt: from its SUBMITTING write (or its read of SUBMITTING) to its
+\* PROCESSING write, where it calls the remote.
+CallWindow == {"call", "process"}
+
+\* The attempts of k in their call window that are live: running and not stale. A stale one
+\* (stalled past the guard TTL) may still be in its window; its guard has lapsed or passed on.
+LiveCalls(k) == {w \in Workers : /\ cmdOf[w] = k /\ pc[w] \in CallWindow
+                                 /\ Running(w) /\ ~stale[w]}
+
+\* At most one live attempt of a command is in its call window at a time: two attempts may be
+\* there at once only when all but one have lost the guard to a stall. Unlike ExternalOnce this
+\* does not hold by construction with a cooperative remote: it is the guard's own promise.
+OneLiveAttempt == \A k \in Commands : Cardinality(LiveCalls(k)) <= 1
+
+\* Every submitted command finishes (its record may have expired since) and its messages are
+\* acked.
 EveryCommandDone ==
-    \A k \in Commands : status[k] /= "NONE" ~> (status[k] \in Terminal /\ msgs[k] = 0)
+    \A k \in Commands :
+        status[k] /= "NONE" ~> ((status[k] \in Terminal \/ Expired(k)) /\ msgs[k] = 0)
 
 =============================================================================

@@ -10,4 +10,15 @@ EXTENDS CommandQueue, TLC
 \* (never with liveness properties, which TLC cannot check under symmetry).
 Symm == Permutations(Workers) \cup Permutations(Commands)
 
+\* Calibration of TypeOK (model type_offer_retry): a client that offers again on its own,
+\* without a submit_state call (an XADD retried after a timeout). TypeOK bounds the messages
+\* by the submit calls (one offer each); with this step they leave that bound.
+OfferRetry(k) ==
+    /\ client[k] = "done"
+    /\ fresh' = [fresh EXCEPT ![k] = @ + 1]
+    /\ msgs' = [msgs EXCEPT ![k] = @ + 1]
+    /\ UNCHANGED <<status, guard, externalVars, clientVars, workerVars, historyVars>>
+
+NextWithOfferRetry == Next \/ \E k \in Commands : OfferRetry(k)
+
 =============================================================================

@@ -129,6 +129,11 @@ CONSTANTS GuardTTL, Heartbeat, ClockSlack, WallClock, CloseWaits
 \* that runs with other counts share a TLC run): trace t's is CrashFaults[t], and so on.
 CONSTANTS CrashFaults, PauseFaults, LagFaults, CloseFaults, AckFailFaults, OfferFailFaults
 
+\* From the header: the state record's TTL, ms (settings.state_ttl_ms), one value per trace.
+\* CommandQueue's StateExpire is off here (StateExpiry = FALSE): a trace must end before the
+\* TTL could have run out for a record its first line wrote (`state_ttl`).
+CONSTANT StateTTL
+
 \* A stall of a node's heartbeat: a crash, a pause, a heartbeat lag, or a close that does
 \* not wait for its handlers.
 StallBudget == CrashFaults[t] + PauseFaults[t] + LagFaults[t] + (IF CloseWaits THEN 0 ELSE CloseFaults[t])
@@ -200,7 +205,10 @@ Explains(k, outcome, withState) ==
               \* Without the guard there is no owner to be stale against (tla/README.md).
               NoStaleWrite |-> <<AttemptGuard /\ staleWrite', FALSE>>,
               TerminalIsStable |-> <<firstTerminal'[k] # "NONE" /\ status'[k] # firstTerminal'[k], FALSE>>,
-              OneLiveAttempt |-> <<Cardinality(Live(k)) > 1, FALSE>>]
+              OneLiveAttempt |-> <<Cardinality(Live(k)) > 1, FALSE>>,
+              state_ttl |-> IF E.now >= StateTTL[t]
+                            THEN <<[expires |-> StateTTL[t]], [line_at |-> E.now]>>
+                            ELSE <<0, 0>>]
              @@ (IF withState
                  THEN [state |-> <<CmdAfter(k), E.state>>,
                        guard_expires |-> IF HeldPastTTL(k)
