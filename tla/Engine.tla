@@ -8,7 +8,7 @@
 (*   callers ---CreateInstance--> instance[w]                              *)
 (*           ---Schedule(InMemory)--> task[w] <----Fetch---- fetch loop    *)
 (*   queue[n1][w] <- copy                        queue[n2][w] <- leased    *)
-(*   work[n1][w]: RunStart .. RunEnd, Renew, Remove / RescheduleRetry      *)
+(*   work[n1][w][s]: RunStart .. RunEnd, Renew, Remove / RescheduleRetry   *)
 (*                                                                         *)
 (* Every action named like a row of the Engine table in tla/README.md is   *)
 (* one store transaction and one trace event; the others (Tick, Crash,     *)
@@ -38,6 +38,7 @@ EXTENDS Naturals, FiniteSets
 
 CONSTANTS
     Nodes,            \* the JVMs (impl/engine/node.py), each with its own queue and workers
+    Slots,            \* the worker slots (threads) of each node, each running one task at a time
     Workflows,        \* workflow instance ids
     StartNodes,       \* nodes whose caller starts each workflow once (in process)
     SignalNodes,      \* nodes whose caller signals each workflow once (in process)
@@ -134,10 +135,10 @@ NoItem == [phase |-> "none", source |-> "none", version |-> 0, lease |-> 0, retr
 VARIABLE queue
 QueueOK == queue \in [Nodes -> [Workflows -> Item]]
 
-\* work[n][w]: the task n's worker took: running, ended (finishing) or about to rerun.
-\* One worker per workflow per node: a second copy on the same node waits for the first.
+\* work[n][w][s]: the task of w that n's worker slot s took: running, ended (finishing) or
+\* about to rerun.  A slot holds one task at a time (SlotFree), of any workflow.
 VARIABLE work
-WorkOK == work \in [Nodes -> [Workflows -> Item]]
+WorkOK == work \in [Nodes -> [Workflows -> [Slots -> Item]]]
 
 -----------------------------------------------------------------------------
 (* The callers: impl/engine/node.py start and signal.                     *)
@@ -177,7 +178,7 @@ Init ==
     /\ task = [w \in Workflows |-> NoRow]
     /\ clock = 0
     /\ queue = [n \in Nodes |-> [w \in Workflows |-> NoItem]]
-    /\ work = [n \in Nodes |-> [w \in Workflows |-> NoItem]]
+    /\ work = [n \in Nodes |-> [w \in Workflows |-> [s \in Slots |-> NoItem]]]
     /\ starter = [n \in Nodes |-> [w \in Workflows |->
                     IF n \in StartNodes THEN "idle" ELSE "polling"]]
     /\ signaller = [n \in Nodes |-> [w \in Workflows |->
@@ -366,36 +367,41 @@ Fetch(n, w) ==
           /\ queue' = [queue EXCEPT ![n][w] = [CopyOf(row) EXCEPT !.source = "store"]]
     /\ UNCHANGED <<instance, clock, work, starter, signaller, budget, sigRead>>
 
-\* run_start: the taker hands a queued task to a worker (or a rerun begins), and the
-\* handler reads the instance.  From here to RunEnd the run is in progress.
-RunStart(n, w) ==
-    \/ /\ work[n][w].phase = "none"
+\* A worker slot of n that holds no task of any workflow.
+SlotFree(n, s) == \A v \in Workflows : work[n][v][s].phase = "none"
+
+\* run_start: the taker hands a queued task to a free worker slot (or a rerun begins), and
+\* the handler reads the instance.  From here to RunEnd the run is in progress.  Once taken,
+\* the id has left the queue, so another copy may be queued and taken by another slot of the
+\* same node (the seed's in-process signal during this node's own run).
+RunStart(n, w, s) ==
+    \/ /\ SlotFree(n, s)
        /\ queue[n][w].phase = "queued"
-       /\ work' = [work EXCEPT ![n][w] = [queue[n][w] EXCEPT !.phase = "running",
+       /\ work' = [work EXCEPT ![n][w][s] = [queue[n][w] EXCEPT !.phase = "running",
                                            !.snap = instance[w].version]]
        /\ queue' = [queue EXCEPT ![n][w] = NoItem]
        /\ UNCHANGED <<instance, task, clock, starter, signaller, budget, sigRead>>
-    \/ /\ work[n][w].phase = "rerun"
-       /\ work' = [work EXCEPT ![n][w].phase = "running", ![n][w].snap = instance[w].version,
-                               ![n][w].result = "none"]
+    \/ /\ work[n][w][s].phase = "rerun"
+       /\ work' = [work EXCEPT ![n][w][s].phase = "running", ![n][w][s].snap = instance[w].version,
+                               ![n][w][s].result = "none"]
        /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, budget, sigRead>>
 
 \* A run's save commits: the instance is at the version the run read and, with
 \* RunEndChecksStatus, still RUNNING.  Without the status check, a run that began on a terminal
 \* instance (a row a late signal scheduled after MarkFailed) saves over it: TerminalIsStable's
 \* calibration (terminal_overwritten).
-Fresh(n, w) ==
+Fresh(n, w, s) ==
     /\ ~RunEndChecksStatus \/ instance[w].status = "RUNNING"
-    /\ instance[w].version = work[n][w].snap
+    /\ instance[w].version = work[n][w][s].snap
 
 \* run_end: the handler's result (args: result) and its versioned write of the instance,
 \* saved only over the version the run read and only on a RUNNING instance (else
 \* conflict: nothing is written).  A handler fails only on a RUNNING instance (a terminal
 \* one gives it nothing to do); so does waiting (WaitingRuns).  A run that owes a rerun
 \* (RenewAdoptsRerun) and did not fail runs again at once instead of finishing.
-RunEnd(n, w) ==
-    /\ work[n][w].phase = "running"
-    /\ LET fresh == Fresh(n, w)
+RunEnd(n, w, s) ==
+    /\ work[n][w][s].phase = "running"
+    /\ LET fresh == Fresh(n, w, s)
            canFail == instance[w].status = "RUNNING" /\ budget.user > 0
            canWait == instance[w].status = "RUNNING" /\ WaitingRuns
            results == {"completed"} \cup (IF canFail THEN {"failed"} ELSE {})
@@ -407,7 +413,7 @@ RunEnd(n, w) ==
                    [] fresh /\ result \in {"failed", "waiting"} -> [@ EXCEPT !.version = @ + 1]
                    [] OTHER -> @]
             /\ budget' = [budget EXCEPT !.user = IF result = "failed" THEN @ - 1 ELSE @]
-            /\ work' = [work EXCEPT ![n][w] =
+            /\ work' = [work EXCEPT ![n][w][s] =
                  IF result # "failed" /\ @.owed
                  THEN [@ EXCEPT !.phase = "rerun", !.owed = FALSE]
                  ELSE [@ EXCEPT !.phase = "ended", !.result = result]]
@@ -419,39 +425,39 @@ RunEnd(n, w) ==
 \* RenewAdoptsRerun is on, adopt the row's version and owe a rerun (the next Renew then
 \* succeeds); otherwise the lease is lost and the run goes on unrenewed, so it may now
 \* outlive its lease.
-Renew(n, w) ==
-    /\ work[n][w].phase = "running"
-    /\ work[n][w].renewals < MaxRenewals
-    /\ work[n][w].lease <= clock + RenewAhead
-    /\ CASE task[w].status \in LiveTask /\ task[w].version = work[n][w].version ->  \* renewed
+Renew(n, w, s) ==
+    /\ work[n][w][s].phase = "running"
+    /\ work[n][w][s].renewals < MaxRenewals
+    /\ work[n][w][s].lease <= clock + RenewAhead
+    /\ CASE task[w].status \in LiveTask /\ task[w].version = work[n][w][s].version ->  \* renewed
             /\ task' = [task EXCEPT ![w].run_after = clock + Lease, ![w].version = @ + 1]
-            /\ work' = [work EXCEPT ![n][w].version = @ + 1, ![n][w].lease = clock + Lease,
-                                    ![n][w].bound = TRUE, ![n][w].renewals = @ + 1]
+            /\ work' = [work EXCEPT ![n][w][s].version = @ + 1, ![n][w][s].lease = clock + Lease,
+                                    ![n][w][s].bound = TRUE, ![n][w][s].renewals = @ + 1]
         [] RenewAdoptsRerun /\ task[w].status \in LiveTask
-           /\ task[w].run_after = work[n][w].lease ->                          \* conflict
+           /\ task[w].run_after = work[n][w][s].lease ->                          \* conflict
             /\ UNCHANGED task
-            /\ work' = [work EXCEPT ![n][w].version = task[w].version, ![n][w].owed = TRUE]
+            /\ work' = [work EXCEPT ![n][w][s].version = task[w].version, ![n][w][s].owed = TRUE]
         [] OTHER ->                                                            \* conflict
             /\ UNCHANGED task
-            /\ work' = [work EXCEPT ![n][w].renewals = MaxRenewals, ![n][w].bound = FALSE]
+            /\ work' = [work EXCEPT ![n][w][s].renewals = MaxRenewals, ![n][w][s].bound = FALSE]
     /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget, sigRead>>
 
 \* The outcome of finishing with a versioned write (finishTask).
-FinishOutcome(n, w) ==
+FinishOutcome(n, w, s) ==
     CASE task[w].status = "ABSENT" -> "gone"
-      [] task[w].version = work[n][w].version -> "ok"
+      [] task[w].version = work[n][w][s].version -> "ok"
          \* a rerun recorded on our lease by an honoured, bumping schedule
-      [] task[w].status \in LiveTask /\ task[w].run_after = work[n][w].lease -> "rerun"
+      [] task[w].status \in LiveTask /\ task[w].run_after = work[n][w][s].lease -> "rerun"
       [] OTHER -> "lost"
 
 \* remove: finish a completed run (saved or not) by DELETE ... WHERE version = v.  On a version mismatch: row gone -> removed elsewhere; same run_after as
 \* held -> a rerun was recorded on our lease -> run again at once; else lease lost.
-Remove(n, w) ==
-    /\ work[n][w].phase = "ended"
-    /\ work[n][w].result \in {"completed", "waiting"}
-    /\ LET o == FinishOutcome(n, w) IN
+Remove(n, w, s) ==
+    /\ work[n][w][s].phase = "ended"
+    /\ work[n][w][s].result \in {"completed", "waiting"}
+    /\ LET o == FinishOutcome(n, w, s) IN
        /\ task' = IF o = "ok" THEN [task EXCEPT ![w] = NoRow] ELSE task
-       /\ work' = [work EXCEPT ![n][w] =
+       /\ work' = [work EXCEPT ![n][w][s] =
                     IF o = "rerun"
                     THEN [@ EXCEPT !.phase = "rerun", !.version = task[w].version]
                     ELSE NoItem]
@@ -459,31 +465,31 @@ Remove(n, w) ==
 
 \* reschedule_retry: finish a failed run with retries left: PENDING, later run_after,
 \* version+1, WHERE version = v.  A conflict leaves the row to whoever holds it now.
-RescheduleRetry(n, w) ==
-    /\ work[n][w].phase = "ended"
-    /\ work[n][w].result = "failed"
-    /\ work[n][w].retry < MaxRetries
-    /\ task' = IF FinishOutcome(n, w) = "ok"
+RescheduleRetry(n, w, s) ==
+    /\ work[n][w][s].phase = "ended"
+    /\ work[n][w][s].result = "failed"
+    /\ work[n][w][s].retry < MaxRetries
+    /\ task' = IF FinishOutcome(n, w, s) = "ok"
                THEN [task EXCEPT ![w].status = "PENDING", ![w].run_after = clock + Backoff,
                                  ![w].version = @ + 1]
                ELSE task
-    /\ work' = [work EXCEPT ![n][w] = NoItem]
+    /\ work' = [work EXCEPT ![n][w][s] = NoItem]
     /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget, sigRead>>
 
 \* mark_failed: past MaxRetries the row becomes FAILED (dead letter) and, in the same
 \* transaction, a RUNNING instance becomes FAILED.
-MarkFailed(n, w) ==
-    /\ work[n][w].phase = "ended"
-    /\ work[n][w].result = "failed"
-    /\ work[n][w].retry >= MaxRetries
-    /\ IF FinishOutcome(n, w) = "ok"
+MarkFailed(n, w, s) ==
+    /\ work[n][w][s].phase = "ended"
+    /\ work[n][w][s].result = "failed"
+    /\ work[n][w][s].retry >= MaxRetries
+    /\ IF FinishOutcome(n, w, s) = "ok"
        THEN /\ task' = [task EXCEPT ![w].status = "FAILED", ![w].version = @ + 1]
             /\ instance' = [instance EXCEPT ![w] =
                              IF @.status = "RUNNING"
                              THEN [status |-> "FAILED", version |-> @.version + 1]
                              ELSE @]
        ELSE UNCHANGED <<task, instance>>
-    /\ work' = [work EXCEPT ![n][w] = NoItem]
+    /\ work' = [work EXCEPT ![n][w][s] = NoItem]
     /\ UNCHANGED <<clock, queue, starter, signaller, budget, sigRead>>
 
 -----------------------------------------------------------------------------
@@ -491,7 +497,7 @@ MarkFailed(n, w) ==
 
 \* A node still holds the lease on w's row and is promised it will not lapse under it.
 HoldsLease(n, w) ==
-    \E it \in {queue[n][w], work[n][w]} :
+    \E it \in {queue[n][w]} \cup {work[n][w][s] : s \in Slots} :
         /\ it.phase # "none"
         /\ it.bound
         /\ task[w].status \in LiveTask
@@ -512,24 +518,26 @@ Tick ==
        ELSE /\ UNCHANGED clock
             /\ task' = [w \in Workflows |-> [task[w] EXCEPT !.run_after = Shift(@)]]
             /\ queue' = [n \in Nodes |-> [w \in Workflows |-> ShiftItem(queue[n][w])]]
-            /\ work' = [n \in Nodes |-> [w \in Workflows |-> ShiftItem(work[n][w])]]
+            /\ work' = [n \in Nodes |-> [w \in Workflows |-> [s \in Slots |->
+                          ShiftItem(work[n][w][s])]]]
     /\ UNCHANGED <<instance, starter, signaller, budget, sigRead>>
 
 \* A node crashes and restarts at once: its queue and its runs are gone (their rows stay,
 \* leased until they lapse).  Its callers are separate processes (see CallerFails).
 Crash(n) ==
     /\ budget.crash > 0
-    /\ \E w \in Workflows : queue[n][w].phase # "none" \/ work[n][w].phase # "none"
+    /\ \E w \in Workflows : \/ queue[n][w].phase # "none"
+                            \/ \E s \in Slots : work[n][w][s].phase # "none"
     /\ queue' = [queue EXCEPT ![n] = [w \in Workflows |-> NoItem]]
-    /\ work' = [work EXCEPT ![n] = [w \in Workflows |-> NoItem]]
+    /\ work' = [work EXCEPT ![n] = [w \in Workflows |-> [s \in Slots |-> NoItem]]]
     /\ budget' = [budget EXCEPT !.crash = @ - 1]
     /\ UNCHANGED <<instance, task, clock, starter, signaller, sigRead>>
 
 \* A running handler outlives its lease: the lease may now lapse while it runs.
-OutliveLease(n, w) ==
+OutliveLease(n, w, s) ==
     /\ budget.outlive > 0
-    /\ work[n][w].phase = "running" /\ work[n][w].bound
-    /\ work' = [work EXCEPT ![n][w].bound = FALSE]
+    /\ work[n][w][s].phase = "running" /\ work[n][w][s].bound
+    /\ work' = [work EXCEPT ![n][w][s].bound = FALSE]
     /\ budget' = [budget EXCEPT !.outlive = @ - 1]
     /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead>>
 
@@ -543,10 +551,10 @@ EarlyExpiry(n, w) ==
 
 \* A finishing write fails in the store: nothing commits, the worker gives the task up
 \* and the row stays until its lease lapses.
-StoreError(n, w) ==
+StoreError(n, w, s) ==
     /\ budget.storeError > 0
-    /\ work[n][w].phase = "ended"
-    /\ work' = [work EXCEPT ![n][w] = NoItem]
+    /\ work[n][w][s].phase = "ended"
+    /\ work' = [work EXCEPT ![n][w][s] = NoItem]
     /\ budget' = [budget EXCEPT !.storeError = @ - 1]
     /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead>>
 
@@ -556,16 +564,18 @@ CallerStep(n, w) ==
     \/ ScheduleInMemory(n, w) \/ AlreadyQueued(n, w) \/ RetryStart(n, w)
 
 WorkerStep(n, w) ==
-    \/ Fetch(n, w) \/ RunStart(n, w) \/ RunEnd(n, w) \/ Remove(n, w)
-    \/ RescheduleRetry(n, w) \/ MarkFailed(n, w)
+    \/ Fetch(n, w)
+    \/ \E s \in Slots : \/ RunStart(n, w, s) \/ RunEnd(n, w, s) \/ Remove(n, w, s)
+                       \/ RescheduleRetry(n, w, s) \/ MarkFailed(n, w, s)
 
 Fault(n, w) ==
-    \/ Crash(n) \/ OutliveLease(n, w) \/ EarlyExpiry(n, w) \/ StoreError(n, w)
-    \/ CallerFails(n, w) \/ SignalFails(n, w)
+    \/ Crash(n) \/ EarlyExpiry(n, w) \/ CallerFails(n, w) \/ SignalFails(n, w)
+    \/ \E s \in Slots : OutliveLease(n, w, s) \/ StoreError(n, w, s)
 
 Next ==
     \/ \E n \in Nodes, w \in Workflows :
-          CallerStep(n, w) \/ WorkerStep(n, w) \/ Renew(n, w) \/ Fault(n, w)
+          CallerStep(n, w) \/ WorkerStep(n, w) \/ (\E s \in Slots : Renew(n, w, s))
+          \/ Fault(n, w)
     \/ Tick
 
 \* NoLongPauses: a caller does not stall forever, in particular not between the two
@@ -582,11 +592,13 @@ Spec == Init /\ [][Next]_vars /\ NoLongPauses /\ WorkersProgress
 -----------------------------------------------------------------------------
 (* Properties                                                              *)
 
-Running(n, w) == work[n][w].phase = "running"
+Running(n, w, s) == work[n][w][s].phase = "running"
 
-\* Never two runs of one workflow in progress at once (on any nodes).
+\* Never two runs of one workflow in progress at once, in two worker slots of one node or
+\* of two nodes.
 NoOverlappingRuns ==
-    \A w \in Workflows : \A n, m \in Nodes : Running(n, w) /\ Running(m, w) => n = m
+    \A w \in Workflows : \A n, m \in Nodes, s, r \in Slots :
+        Running(n, w, s) /\ Running(m, w, r) => <<n, s>> = <<m, r>>
 
 \* A RUNNING workflow always has something that will drive it: a live row, a queued task
 \* or a run in progress on some node, a caller between its two writes, or a start still to
@@ -596,7 +608,7 @@ StartWillSchedule == ~CreateExistingIsNoop \/ RecoverStrandedStart
 Driven(w) ==
     \/ task[w].status \in LiveTask
     \/ \E n \in Nodes : \/ queue[n][w].phase # "none"
-                        \/ work[n][w].phase \in {"running", "rerun"}
+                        \/ \E s \in Slots : work[n][w][s].phase \in {"running", "rerun"}
                         \/ starter[n][w] \in {"created", "recovering"}
                         \/ signaller[n][w] = "updated"
                         \/ /\ StartWillSchedule

@@ -18,7 +18,7 @@ SafetyInv == TypeOK /\ NoOverlappingRuns /\ RunningIsDriven
 \* Reachability witnesses: each must be violated by the model that lists it, which shows
 \* that the model reaches the path its verdict is about (a guard against a vacuous ok).
 NeverCompletedInv == \A w \in Workflows : instance[w].status # "COMPLETED"
-NeverRerunInv == \A n \in Nodes, w \in Workflows : work[n][w].phase # "rerun"
+NeverRerunInv == \A n \in Nodes, w \in Workflows, s \in Slots : work[n][w][s].phase # "rerun"
 NeverRecoveredInv == \A n \in Nodes, w \in Workflows : starter[n][w] # "recovering"
 NeverDeadLetteredInv == \A w \in Workflows : task[w].status # "FAILED"
 
