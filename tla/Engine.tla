@@ -59,8 +59,11 @@ CONSTANTS
     RecoverAfterLease,      \* ... with a row due after a lease (scheduleAfterLease), not now
     RenewAdoptsRerun,       \* RENEW_ADOPTS_RERUN: a renewal that finds a rerun recorded on its
                             \* lease renews at the row's version and reruns (impl/engine/worker.py)
-    RunEndChecksStatus      \* a run's save requires a RUNNING instance, not only the version it
+    RunEndChecksStatus,     \* a run's save requires a RUNNING instance, not only the version it
                             \* read (impl/engine/store.py run_end; off: a calibration only)
+    ResultUnavailable       \* the seed's fix for callers: a call that queued no copy here fails
+                            \* its future (ResultUnavailable) and polls the store; off, it awaits
+                            \* its future whatever the schedule queued
 
 \* Fault budgets (0 turns a fault off)
 CONSTANTS
@@ -144,15 +147,19 @@ WorkOK == work \in [Nodes -> [Workflows -> [Slots -> Item]]]
 (* The callers: impl/engine/node.py start and signal.                     *)
 
 \* "created": between the two writes of a start; "recovering": a start that found a
-\* stranded RUNNING instance and will schedule it; "awaiting": its copy is queued here and
-\* will complete its result future; "polling": ResultUnavailable, it polls the store.
-StarterPhases == {"idle", "created", "recovering", "failed", "awaiting", "polling"}
+\* stranded RUNNING instance and will schedule it; "awaiting": it waits for its result
+\* future, which a run on this node completes (impl/engine/node.py complete, fail);
+\* "polling": ResultUnavailable, it polls the store (answered once the instance is terminal);
+\* "done": answered by its future (or never called);
+\* "lost": its node crashed (see Crash).
+AnswerPhases == {"done", "lost"}
+StarterPhases == {"idle", "created", "recovering", "failed", "awaiting", "polling"} \cup AnswerPhases
 VARIABLE starter
 StarterOK == starter \in [Nodes -> [Workflows -> StarterPhases]]
 
 \* "read": the signal read the instance (at version sigRead) and ran its signal method;
 \* "updated": between the signal's instance update and its schedule.
-SignallerPhases == {"idle", "read", "updated", "failed", "awaiting", "polling"}
+SignallerPhases == {"idle", "read", "updated", "failed", "awaiting", "polling"} \cup AnswerPhases
 VARIABLE signaller
 SignallerOK == signaller \in [Nodes -> [Workflows -> SignallerPhases]]
 
@@ -180,9 +187,9 @@ Init ==
     /\ queue = [n \in Nodes |-> [w \in Workflows |-> NoItem]]
     /\ work = [n \in Nodes |-> [w \in Workflows |-> [s \in Slots |-> NoItem]]]
     /\ starter = [n \in Nodes |-> [w \in Workflows |->
-                    IF n \in StartNodes THEN "idle" ELSE "polling"]]
+                    IF n \in StartNodes THEN "idle" ELSE "done"]]
     /\ signaller = [n \in Nodes |-> [w \in Workflows |->
-                    IF n \in SignalNodes THEN "idle" ELSE "polling"]]
+                    IF n \in SignalNodes THEN "idle" ELSE "done"]]
     /\ sigRead = [n \in Nodes |-> [w \in Workflows |-> 0]]
     /\ budget = [crash |-> CrashFaults, outlive |-> OutliveFaults,
                  expiry |-> EarlyExpiryFaults, storeError |-> StoreErrorFaults,
@@ -229,12 +236,17 @@ StartsInMemory(n, w) ==
     \/ starter[n][w] = "recovering" /\ InMemoryStart /\ ~RecoverAfterLease
 SignalsInMemory(n, w) == signaller[n][w] = "updated" /\ ~ForceSignalInScheduler
 
-\* The caller phase after its schedule: a copy queued here completes its result future;
-\* otherwise it gets ResultUnavailable and polls the store (seed: Scheduled.queuedInMemory).
+\* The caller phase after its in-memory schedule: a copy queued here completes its result
+\* future; otherwise it gets ResultUnavailable and polls the store (seed:
+\* Scheduled.queuedInMemory).  Without ResultUnavailable it awaits its future anyway.
 AfterSchedule(phase, queued) ==
     IF phase \in {"created", "recovering", "updated"}
-    THEN IF queued THEN "awaiting" ELSE "polling"
+    THEN IF queued \/ ~ResultUnavailable THEN "awaiting" ELSE "polling"
     ELSE phase
+
+\* A run on node n completed or failed w for good: the futures of n's callers of w are
+\* answered (node.complete / node.fail answer every caller of w waiting on n).
+Answer(phase) == IF phase = "awaiting" THEN "done" ELSE phase
 
 \* create_instance: start, write 1.  impl/engine/engine.py start_workflow
 CreateInstance(n, w) ==
@@ -321,9 +333,9 @@ AlreadyQueued(n, w) ==
     /\ StartsInMemory(n, w) \/ SignalsInMemory(n, w)
     /\ queue[n][w].phase # "none"
     /\ starter' = [starter EXCEPT ![n][w] =
-                    IF StartsInMemory(n, w) THEN "polling" ELSE @]
+                    IF StartsInMemory(n, w) THEN AfterSchedule(@, FALSE) ELSE @]
     /\ signaller' = [signaller EXCEPT ![n][w] =
-                    IF ~StartsInMemory(n, w) THEN "polling" ELSE @]
+                    IF ~StartsInMemory(n, w) THEN AfterSchedule(@, FALSE) ELSE @]
     /\ UNCHANGED <<instance, task, clock, queue, work, budget, sigRead>>
 
 \* Hidden fault: a start's caller fails between its two writes.
@@ -417,7 +429,11 @@ RunEnd(n, w, s) ==
                  IF result # "failed" /\ @.owed
                  THEN [@ EXCEPT !.phase = "rerun", !.owed = FALSE]
                  ELSE [@ EXCEPT !.phase = "ended", !.result = result]]
-    /\ UNCHANGED <<task, clock, queue, starter, signaller, sigRead>>
+            /\ IF fresh /\ result = "completed"
+               THEN /\ starter' = [starter EXCEPT ![n][w] = Answer(@)]
+                    /\ signaller' = [signaller EXCEPT ![n][w] = Answer(@)]
+               ELSE UNCHANGED <<starter, signaller>>
+    /\ UNCHANGED <<task, clock, queue, sigRead>>
 
 \* renew: renew_lease while the handler runs (WHERE version = v).  A worker renews when
 \* its lease would lapse within RenewAhead ticks; a run renews at most MaxRenewals times.
@@ -477,7 +493,7 @@ RescheduleRetry(n, w, s) ==
     /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget, sigRead>>
 
 \* mark_failed: past MaxRetries the row becomes FAILED (dead letter) and, in the same
-\* transaction, a RUNNING instance becomes FAILED.
+\* transaction, a RUNNING instance becomes FAILED; the node fails its callers' futures.
 MarkFailed(n, w, s) ==
     /\ work[n][w][s].phase = "ended"
     /\ work[n][w][s].result = "failed"
@@ -488,9 +504,11 @@ MarkFailed(n, w, s) ==
                              IF @.status = "RUNNING"
                              THEN [status |-> "FAILED", version |-> @.version + 1]
                              ELSE @]
-       ELSE UNCHANGED <<task, instance>>
+            /\ starter' = [starter EXCEPT ![n][w] = Answer(@)]
+            /\ signaller' = [signaller EXCEPT ![n][w] = Answer(@)]
+       ELSE UNCHANGED <<task, instance, starter, signaller>>
     /\ work' = [work EXCEPT ![n][w][s] = NoItem]
-    /\ UNCHANGED <<clock, queue, starter, signaller, budget, sigRead>>
+    /\ UNCHANGED <<clock, queue, budget, sigRead>>
 
 -----------------------------------------------------------------------------
 (* Hidden steps: time and faults.                                           *)
@@ -523,15 +541,23 @@ Tick ==
     /\ UNCHANGED <<instance, starter, signaller, budget, sigRead>>
 
 \* A node crashes and restarts at once: its queue and its runs are gone (their rows stay,
-\* leased until they lapse).  Its callers are separate processes (see CallerFails).
+\* leased until they lapse).  A caller between its two writes is kept apart from the node
+\* (its own failure is CallerFails), but a call waiting for its result is in the node's
+\* process: an awaiting caller's future is in the node's memory (node.crash clears them), so
+\* it ends with the node ("lost") and is no longer owed an answer.  That is a choice: CallersAnswered does not
+\* ask a crashed node's callers to be answered.
+\* (A polling caller needs nothing of its node: it is left as it is, dead or not.)
+LostCall(phase) == IF phase = "awaiting" THEN "lost" ELSE phase
 Crash(n) ==
     /\ budget.crash > 0
     /\ \E w \in Workflows : \/ queue[n][w].phase # "none"
                             \/ \E s \in Slots : work[n][w][s].phase # "none"
     /\ queue' = [queue EXCEPT ![n] = [w \in Workflows |-> NoItem]]
     /\ work' = [work EXCEPT ![n] = [w \in Workflows |-> [s \in Slots |-> NoItem]]]
+    /\ starter' = [starter EXCEPT ![n] = [w \in Workflows |-> LostCall(@[w])]]
+    /\ signaller' = [signaller EXCEPT ![n] = [w \in Workflows |-> LostCall(@[w])]]
     /\ budget' = [budget EXCEPT !.crash = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, starter, signaller, sigRead>>
+    /\ UNCHANGED <<instance, task, clock, sigRead>>
 
 \* A running handler outlives its lease: the lease may now lapse while it runs.
 OutliveLease(n, w, s) ==
@@ -620,6 +646,18 @@ RunningIsDriven == \A w \in Workflows : instance[w].status = "RUNNING" => Driven
 TerminalIsStable ==
     [][\A w \in Workflows :
          instance[w].status \in Terminal => instance'[w].status = instance[w].status]_vars
+
+\* Every in-process caller waiting for a result gets one: an awaiting caller from its future
+\* (a run on its node completes or fails the workflow), a polling one from the store (its
+\* poll reads a terminal instance: no step of its own, since a terminal instance stays so).
+\* A caller whose node crashed is gone, not answered (see Crash).
+Waits(phase) == phase \in {"awaiting", "polling"}
+Answered(phase, w) ==
+    phase \in AnswerPhases \/ (phase = "polling" /\ instance[w].status \in Terminal)
+CallersAnswered ==
+    \A n \in Nodes, w \in Workflows :
+        /\ Waits(starter[n][w]) ~> Answered(starter[n][w], w)
+        /\ Waits(signaller[n][w]) ~> Answered(signaller[n][w], w)
 
 \* Every started workflow reaches a terminal state.
 EventuallyDone ==

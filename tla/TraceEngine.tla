@@ -359,13 +359,13 @@ EngineHidden(n) ==
 (*    again: dropping the task is the bug TickPastHeldLease names.                        *)
 NewStart(n) ==
     /\ l < Lines /\ E.op = "create_instance" /\ E.node = n
-    /\ starter[n][W] \in {"awaiting", "polling"}
+    /\ starter[n][W] \in {"awaiting", "polling"} \cup AnswerPhases
     /\ starter' = [starter EXCEPT ![n][W] = "idle"]
     /\ UNCHANGED <<instance, task, clock, queue, work, signaller, sigRead, budget>>
 
 NewSignal(n) ==
     /\ SignalAhead(n)
-    /\ signaller[n][W] \in {"awaiting", "polling"}
+    /\ signaller[n][W] \in {"awaiting", "polling"} \cup AnswerPhases
     /\ signaller' = [signaller EXCEPT ![n][W] = "idle"]
     /\ UNCHANGED <<instance, task, clock, queue, work, starter, sigRead, budget>>
 
