@@ -386,11 +386,21 @@ SlotFree(n, s) == \A v \in Workflows : work[n][v][s].phase = "none"
 \* the handler reads the instance.  From here to RunEnd the run is in progress.  Once taken,
 \* the id has left the queue, so another copy may be queued and taken by another slot of the
 \* same node (the seed's in-process signal during this node's own run).
+\*
+\* The run is bound (the timing assumption) when it starts on a lease it still holds: its
+\* renewals keep it from now on, whatever happened while it waited.  A copy whose lease
+\* lapsed while it waited (EarlyExpiry) and is already lost (the row was fetched or
+\* rewritten, or its time is up) starts unbound: finding 3's overlap.  So EarlyExpiry acts
+\* on waiting copies only.
+LeaseKept(w, it) ==
+    task[w].status \in LiveTask /\ task[w].run_after = it.lease /\ it.lease > clock
+
 RunStart(n, w, s) ==
     \/ /\ SlotFree(n, s)
        /\ queue[n][w].phase = "queued"
        /\ work' = [work EXCEPT ![n][w][s] = [queue[n][w] EXCEPT !.phase = "running",
-                                           !.snap = instance[w].version]]
+                                           !.snap = instance[w].version,
+                                           !.bound = @ \/ LeaseKept(w, queue[n][w])]]
        /\ queue' = [queue EXCEPT ![n][w] = NoItem]
        /\ UNCHANGED <<instance, task, clock, starter, signaller, budget, sigRead>>
     \/ /\ work[n][w][s].phase = "rerun"
@@ -567,7 +577,8 @@ OutliveLease(n, w, s) ==
     /\ budget' = [budget EXCEPT !.outlive = @ - 1]
     /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead>>
 
-\* A lease lapses early under a task still waiting in a queue (finding 3 of the seed).
+\* A lease lapses early under a task still waiting in a queue (finding 3 of the seed): time
+\* may now pass its end, and another node may fetch the row before the copy starts.
 EarlyExpiry(n, w) ==
     /\ budget.expiry > 0
     /\ queue[n][w].phase = "queued" /\ queue[n][w].bound

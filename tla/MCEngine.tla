@@ -21,5 +21,13 @@ NeverCompletedInv == \A w \in Workflows : instance[w].status # "COMPLETED"
 NeverRerunInv == \A n \in Nodes, w \in Workflows, s \in Slots : work[n][w][s].phase # "rerun"
 NeverRecoveredInv == \A n \in Nodes, w \in Workflows : starter[n][w] # "recovering"
 NeverDeadLetteredInv == \A w \in Workflows : task[w].status # "FAILED"
+\* Finding 3's path, as the seed tells it: a copy still waits in n's queue, its lease lapsed
+\* (EarlyExpiry), while another node runs the row it fetched; the copy's RunStart, enabled
+\* here, is the overlap.
+NeverLapsedCopyWaitsInv ==
+    \A n, m \in Nodes, w \in Workflows, r \in Slots :
+        ~ /\ n # m
+          /\ queue[n][w].phase = "queued" /\ queue[n][w].source = "memory" /\ ~queue[n][w].bound
+          /\ Running(m, w, r) /\ work[m][w][r].source = "store"
 
 =============================================================================
