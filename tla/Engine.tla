@@ -638,19 +638,16 @@ NoOverlappingRuns ==
         Running(n, w, s) /\ Running(m, w, r) => <<n, s>> = <<m, r>>
 
 \* A RUNNING workflow always has something that will drive it: a live row, a queued task
-\* or a run in progress on some node, a caller between its two writes, or a start still to
-\* come (a caller yet to start it, or a failed start whose caller will retry) when a start
-\* of a RUNNING instance schedules it (no-op gate off, or the stranded-start recovery).
-StartWillSchedule == ~CreateExistingIsNoop \/ RecoverStrandedStart
+\* or a run in progress on some node, a caller between its two writes, or a signal between
+\* its update and its schedule.  A caller that may start it again later (idle, or failed
+\* with a retry left) does not count: whether it schedules depends on the gates and on the
+\* caller coming back, so a model that relies on it checks recovery by EventuallyDone.
 Driven(w) ==
     \/ task[w].status \in LiveTask
     \/ \E n \in Nodes : \/ queue[n][w].phase # "none"
                         \/ \E s \in Slots : work[n][w][s].phase \in {"running", "rerun"}
                         \/ starter[n][w] \in {"created", "recovering"}
                         \/ signaller[n][w] = "updated"
-                        \/ /\ StartWillSchedule
-                           /\ \/ starter[n][w] = "idle"
-                              \/ starter[n][w] = "failed" /\ budget.retry > 0
 RunningIsDriven == \A w \in Workflows : instance[w].status = "RUNNING" => Driven(w)
 
 \* A terminal workflow stays as it is (an action property).
