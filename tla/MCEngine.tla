@@ -15,6 +15,15 @@ StateBound ==
 \* The checks that every model states: one name, so a model file lists it once.
 SafetyInv == TypeOK /\ NoOverlappingRuns /\ RunningIsDriven
 
+\* TypeOK's calibration (clock_past_window): Next plus a Tick that, at MaxClock, moves the
+\* clock on instead of shifting the stored times, so that ClockOK fails: TypeOK bounds time.
+TickPastWindow ==
+    /\ clock = MaxClock
+    /\ ENABLED Tick
+    /\ clock' = clock + 1
+    /\ UNCHANGED <<instance, task, queue, work, starter, signaller, sigRead, budget>>
+NextPastWindow == Next \/ TickPastWindow
+
 \* Reachability witnesses: each must be violated by the model that lists it, which shows
 \* that the model reaches the path its verdict is about (a guard against a vacuous ok).
 NeverCompletedInv == \A w \in Workflows : instance[w].status # "COMPLETED"
