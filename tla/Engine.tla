@@ -8,7 +8,7 @@
 (*   callers ---CreateInstance--> instance[w]                              *)
 (*           ---Schedule(InMemory)--> task[w] <----Fetch---- fetch loop    *)
 (*   queue[n1][w] <- copy                        queue[n2][w] <- leased    *)
-(*   work[n1][w]: RunStart .. RunEnd, Renew, Remove / RescheduleRetry      *)
+(*   work[n1][w][s]: RunStart .. RunEnd, Renew, Remove / RescheduleRetry   *)
 (*                                                                         *)
 (* Every action named like a row of the Engine table in tla/README.md is   *)
 (* one store transaction and one trace event; the others (Tick, Crash,     *)
@@ -41,6 +41,7 @@ EXTENDS Naturals, FiniteSets
 
 CONSTANTS
     Nodes,            \* the JVMs (impl/engine/node.py), each with its own queue and workers
+    Slots,            \* the worker slots (threads) of each node, each running one task at a time
     Workflows,        \* workflow instance ids
     StartNodes,       \* nodes whose caller starts each workflow once (in process)
     SignalNodes,      \* nodes whose caller signals each workflow once (in process)
@@ -61,8 +62,11 @@ CONSTANTS
     RecoverAfterLease,      \* ... with a row due after a lease (scheduleAfterLease), not now
     RenewAdoptsRerun,       \* RENEW_ADOPTS_RERUN: a renewal that finds a rerun recorded on its
                             \* lease renews at the row's version and reruns (impl/engine/worker.py)
-    RunEndChecksStatus      \* a run's save requires a RUNNING instance, not only the version it
+    RunEndChecksStatus,     \* a run's save requires a RUNNING instance, not only the version it
                             \* read (impl/engine/store.py run_end; off: a calibration only)
+    ResultUnavailable       \* the seed's fix for callers: a call that queued no copy here fails
+                            \* its future (ResultUnavailable) and polls the store; off, it awaits
+                            \* its future whatever the schedule queued
 
 \* Fault budgets (0 turns a fault off)
 CONSTANTS
@@ -147,24 +151,28 @@ NoItem == [phase |-> "none", source |-> "none", version |-> 0, lease |-> 0, retr
 VARIABLE queue
 QueueOK == queue \in [Nodes -> [Workflows -> Item]]
 
-\* work[n][w]: the task n's worker took: running, ended (finishing) or about to rerun.
-\* One worker per workflow per node: a second copy on the same node waits for the first.
+\* work[n][w][s]: the task of w that n's worker slot s took: running, ended (finishing) or
+\* about to rerun.  A slot holds one task at a time (SlotFree), of any workflow.
 VARIABLE work
-WorkOK == work \in [Nodes -> [Workflows -> Item]]
+WorkOK == work \in [Nodes -> [Workflows -> [Slots -> Item]]]
 
 -----------------------------------------------------------------------------
 (* The callers: impl/engine/node.py start and signal.                     *)
 
 \* "created": between the two writes of a start; "recovering": a start that found a
-\* stranded RUNNING instance and will schedule it; "awaiting": its copy is queued here and
-\* will complete its result future; "polling": ResultUnavailable, it polls the store.
-StarterPhases == {"idle", "created", "recovering", "failed", "awaiting", "polling"}
+\* stranded RUNNING instance and will schedule it; "awaiting": it waits for its result
+\* future, which a run on this node completes (impl/engine/node.py complete, fail);
+\* "polling": ResultUnavailable, it polls the store (answered once the instance is terminal);
+\* "done": answered by its future (or never called);
+\* "lost": its node crashed (see Crash).
+AnswerPhases == {"done", "lost"}
+StarterPhases == {"idle", "created", "recovering", "failed", "awaiting", "polling"} \cup AnswerPhases
 VARIABLE starter
 StarterOK == starter \in [Nodes -> [Workflows -> StarterPhases]]
 
 \* "read": the signal read the instance (at version sigRead) and ran its signal method;
 \* "updated": between the signal's instance update and its schedule.
-SignallerPhases == {"idle", "read", "updated", "failed", "awaiting", "polling"}
+SignallerPhases == {"idle", "read", "updated", "failed", "awaiting", "polling"} \cup AnswerPhases
 VARIABLE signaller
 SignallerOK == signaller \in [Nodes -> [Workflows -> SignallerPhases]]
 
@@ -223,11 +231,11 @@ Init ==
     /\ task = [w \in Workflows |-> NoRow]
     /\ clock = 0
     /\ queue = [n \in Nodes |-> [w \in Workflows |-> NoItem]]
-    /\ work = [n \in Nodes |-> [w \in Workflows |-> NoItem]]
+    /\ work = [n \in Nodes |-> [w \in Workflows |-> [s \in Slots |-> NoItem]]]
     /\ starter = [n \in Nodes |-> [w \in Workflows |->
-                    IF n \in StartNodes THEN "idle" ELSE "polling"]]
+                    IF n \in StartNodes THEN "idle" ELSE "done"]]
     /\ signaller = [n \in Nodes |-> [w \in Workflows |->
-                    IF n \in SignalNodes THEN "idle" ELSE "polling"]]
+                    IF n \in SignalNodes THEN "idle" ELSE "done"]]
     /\ sigRead = [n \in Nodes |-> [w \in Workflows |-> 0]]
     /\ budget = [crash |-> CrashFaults, outlive |-> OutliveFaults,
                  expiry |-> EarlyExpiryFaults, storeError |-> StoreErrorFaults,
@@ -276,12 +284,17 @@ StartsInMemory(n, w) ==
     \/ starter[n][w] = "recovering" /\ InMemoryStart /\ ~RecoverAfterLease
 SignalsInMemory(n, w) == signaller[n][w] = "updated" /\ ~ForceSignalInScheduler
 
-\* The caller phase after its schedule: a copy queued here completes its result future;
-\* otherwise it gets ResultUnavailable and polls the store (seed: Scheduled.queuedInMemory).
+\* The caller phase after its in-memory schedule: a copy queued here completes its result
+\* future; otherwise it gets ResultUnavailable and polls the store (seed:
+\* Scheduled.queuedInMemory).  Without ResultUnavailable it awaits its future anyway.
 AfterSchedule(phase, queued) ==
     IF phase \in {"created", "recovering", "updated"}
-    THEN IF queued THEN "awaiting" ELSE "polling"
+    THEN IF queued \/ ~ResultUnavailable THEN "awaiting" ELSE "polling"
     ELSE phase
+
+\* A run on node n completed or failed w for good: the futures of n's callers of w are
+\* answered (node.complete / node.fail answer every caller of w waiting on n).
+Answer(phase) == IF phase = "awaiting" THEN "done" ELSE phase
 
 \* create_instance: start, write 1.  impl/engine/engine.py start_workflow
 CreateInstance(n, w) ==
@@ -368,9 +381,9 @@ AlreadyQueued(n, w) ==
     /\ StartsInMemory(n, w) \/ SignalsInMemory(n, w)
     /\ queue[n][w].phase # "none"
     /\ starter' = [starter EXCEPT ![n][w] =
-                    IF StartsInMemory(n, w) THEN "polling" ELSE @]
+                    IF StartsInMemory(n, w) THEN AfterSchedule(@, FALSE) ELSE @]
     /\ signaller' = [signaller EXCEPT ![n][w] =
-                    IF ~StartsInMemory(n, w) THEN "polling" ELSE @]
+                    IF ~StartsInMemory(n, w) THEN AfterSchedule(@, FALSE) ELSE @]
     /\ UNCHANGED <<instance, task, clock, queue, work, budget, sigRead>>
 
 \* Hidden fault: a start's caller fails between its two writes.
@@ -414,27 +427,42 @@ Fetch(n, w) ==
           /\ queue' = [queue EXCEPT ![n][w] = [CopyOf(row) EXCEPT !.source = "store"]]
     /\ UNCHANGED <<instance, clock, work, starter, signaller, budget, sigRead>>
 
-\* run_start: the taker hands a queued task to a worker (or a rerun begins), and the
-\* handler reads the instance.  From here to RunEnd the run is in progress.
-RunStart(n, w) ==
-    \/ /\ work[n][w].phase = "none"
+\* A worker slot of n that holds no task of any workflow.
+SlotFree(n, s) == \A v \in Workflows : work[n][v][s].phase = "none"
+
+\* run_start: the taker hands a queued task to a free worker slot (or a rerun begins), and
+\* the handler reads the instance.  From here to RunEnd the run is in progress.  Once taken,
+\* the id has left the queue, so another copy may be queued and taken by another slot of the
+\* same node (the seed's in-process signal during this node's own run).
+\*
+\* The run is bound (the timing assumption) when it starts on a lease it still holds: its
+\* renewals keep it from now on, whatever happened while it waited.  A copy whose lease
+\* lapsed while it waited (EarlyExpiry) and is already lost (the row was fetched or
+\* rewritten, or its time is up) starts unbound: finding 3's overlap.  So EarlyExpiry acts
+\* on waiting copies only.
+LeaseKept(w, it) ==
+    task[w].status \in LiveTask /\ task[w].run_after = it.lease /\ it.lease > clock
+
+RunStart(n, w, s) ==
+    \/ /\ SlotFree(n, s)
        /\ queue[n][w].phase = "queued"
-       /\ work' = [work EXCEPT ![n][w] = [queue[n][w] EXCEPT !.phase = "running",
-                                           !.snap = instance[w].version]]
+       /\ work' = [work EXCEPT ![n][w][s] = [queue[n][w] EXCEPT !.phase = "running",
+                                           !.snap = instance[w].version,
+                                           !.bound = @ \/ LeaseKept(w, queue[n][w])]]
        /\ queue' = [queue EXCEPT ![n][w] = NoItem]
        /\ UNCHANGED <<instance, task, clock, starter, signaller, budget, sigRead>>
-    \/ /\ work[n][w].phase = "rerun"
-       /\ work' = [work EXCEPT ![n][w].phase = "running", ![n][w].snap = instance[w].version,
-                               ![n][w].result = "none"]
+    \/ /\ work[n][w][s].phase = "rerun"
+       /\ work' = [work EXCEPT ![n][w][s].phase = "running", ![n][w][s].snap = instance[w].version,
+                               ![n][w][s].result = "none"]
        /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, budget, sigRead>>
 
 \* A run's save commits: the instance is at the version the run read and, with
 \* RunEndChecksStatus, still RUNNING.  Without the status check, a run that began on a terminal
 \* instance (a row a late signal scheduled after MarkFailed) saves over it: TerminalIsStable's
 \* calibration (terminal_overwritten).
-Fresh(n, w) ==
+Fresh(n, w, s) ==
     /\ ~RunEndChecksStatus \/ instance[w].status = "RUNNING"
-    /\ instance[w].version = work[n][w].snap
+    /\ instance[w].version = work[n][w][s].snap
 
 \* A new timer's TIMER row: a timer's id is new, so the row is inserted at version 1.
 ArmedRow == [status |-> "PENDING", run_after |-> clock + TimerDelay, version |-> 1,
@@ -449,9 +477,9 @@ ArmedRow == [status |-> "PENDING", run_after |-> clock + TimerDelay, version |->
 \* then completes.  A first visit of the sleep creates the timer, and the save commits it;
 \* its TIMER row is written by the same transaction (ArmTimerWithSave) or by ArmTimer after
 \* it, before the task is finished.  A replay that finds the timer saved waits on it as it is.
-RunEnd(n, w) ==
-    /\ work[n][w].phase = "running"
-    /\ LET fresh == Fresh(n, w)
+RunEnd(n, w, s) ==
+    /\ work[n][w][s].phase = "running"
+    /\ LET fresh == Fresh(n, w, s)
            canFail == instance[w].status = "RUNNING" /\ budget.user > 0
            canWait == instance[w].status = "RUNNING" /\ WaitingRuns
            sleeps == TimerRuns /\ instance[w].status = "RUNNING" /\ timer[w].entry # "fired"
@@ -468,7 +496,7 @@ RunEnd(n, w) ==
                         [@ EXCEPT !.version = @ + 1]
                    [] OTHER -> @]
             /\ budget' = [budget EXCEPT !.user = IF result = "failed" THEN @ - 1 ELSE @]
-            /\ work' = [work EXCEPT ![n][w] =
+            /\ work' = [work EXCEPT ![n][w][s] =
                  IF result # "failed" /\ @.owed /\ ~arming(result)
                  THEN [@ EXCEPT !.phase = "rerun", !.owed = FALSE]
                  ELSE [@ EXCEPT !.phase = "ended",
@@ -484,7 +512,11 @@ RunEnd(n, w) ==
                         THEN [timer EXCEPT ![w].entry = "active",
                                            ![w].row = IF ArmTimerWithSave THEN ArmedRow ELSE @]
                         ELSE timer
-    /\ UNCHANGED <<task, clock, queue, starter, signaller, sigRead>>
+            /\ IF fresh /\ result = "completed"
+               THEN /\ starter' = [starter EXCEPT ![n][w] = Answer(@)]
+                    /\ signaller' = [signaller EXCEPT ![n][w] = Answer(@)]
+               ELSE UNCHANGED <<starter, signaller>>
+    /\ UNCHANGED <<task, clock, queue, sigRead>>
 
 \* arm_timer: the TIMER row of the timer a run just saved, in its own transaction (the
 \* reference: the timer is saved with the workflow, its TIMER task scheduled afterwards).  A
@@ -492,11 +524,11 @@ RunEnd(n, w) ==
 \* rerun, and the replay finds the timer saved: no TIMER row is ever written
 \* (timer_arming_crash, timer_arming_store_error).  Then the task is finished, or rerun at
 \* once if a rerun is owed.
-ArmTimer(n, w) ==
-    /\ work[n][w].phase = "ended"
-    /\ work[n][w].result = "arming"
+ArmTimer(n, w, s) ==
+    /\ work[n][w][s].phase = "ended"
+    /\ work[n][w][s].result = "arming"
     /\ timer' = [timer EXCEPT ![w].row = ArmedRow]
-    /\ work' = [work EXCEPT ![n][w] =
+    /\ work' = [work EXCEPT ![n][w][s] =
                  IF @.owed THEN [@ EXCEPT !.phase = "rerun", !.owed = FALSE]
                  ELSE [@ EXCEPT !.result = "waiting"]]
     /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead, budget, waitsOn>>
@@ -522,7 +554,7 @@ FireTimer(n, w) ==
     /\ task' = [task EXCEPT ![w] = ScheduledRow(w, clock, ScheduleOutcome(w, TRUE))]
     /\ UNCHANGED <<instance, clock, queue, work, starter, signaller, sigRead, budget, waitsOn>>
 
-TimerStep(n, w) == ArmTimer(n, w) \/ FetchTimer(n, w) \/ FireTimer(n, w)
+TimerStep(n, w) == (\E s \in Slots : ArmTimer(n, w, s)) \/ FetchTimer(n, w) \/ FireTimer(n, w)
 
 \* renew: renew_lease while the handler runs (WHERE version = v).  A worker renews when
 \* its lease would lapse within RenewAhead ticks; a run renews at most MaxRenewals times.
@@ -530,39 +562,39 @@ TimerStep(n, w) == ArmTimer(n, w) \/ FetchTimer(n, w) \/ FireTimer(n, w)
 \* RenewAdoptsRerun is on, adopt the row's version and owe a rerun (the next Renew then
 \* succeeds); otherwise the lease is lost and the run goes on unrenewed, so it may now
 \* outlive its lease.
-Renew(n, w) ==
-    /\ work[n][w].phase = "running"
-    /\ work[n][w].renewals < MaxRenewals
-    /\ work[n][w].lease <= clock + RenewAhead
-    /\ CASE task[w].status \in LiveTask /\ task[w].version = work[n][w].version ->  \* renewed
+Renew(n, w, s) ==
+    /\ work[n][w][s].phase = "running"
+    /\ work[n][w][s].renewals < MaxRenewals
+    /\ work[n][w][s].lease <= clock + RenewAhead
+    /\ CASE task[w].status \in LiveTask /\ task[w].version = work[n][w][s].version ->  \* renewed
             /\ task' = [task EXCEPT ![w].run_after = clock + Lease, ![w].version = @ + 1]
-            /\ work' = [work EXCEPT ![n][w].version = @ + 1, ![n][w].lease = clock + Lease,
-                                    ![n][w].bound = TRUE, ![n][w].renewals = @ + 1]
+            /\ work' = [work EXCEPT ![n][w][s].version = @ + 1, ![n][w][s].lease = clock + Lease,
+                                    ![n][w][s].bound = TRUE, ![n][w][s].renewals = @ + 1]
         [] RenewAdoptsRerun /\ task[w].status \in LiveTask
-           /\ task[w].run_after = work[n][w].lease ->                          \* conflict
+           /\ task[w].run_after = work[n][w][s].lease ->                          \* conflict
             /\ UNCHANGED task
-            /\ work' = [work EXCEPT ![n][w].version = task[w].version, ![n][w].owed = TRUE]
+            /\ work' = [work EXCEPT ![n][w][s].version = task[w].version, ![n][w][s].owed = TRUE]
         [] OTHER ->                                                            \* conflict
             /\ UNCHANGED task
-            /\ work' = [work EXCEPT ![n][w].renewals = MaxRenewals, ![n][w].bound = FALSE]
+            /\ work' = [work EXCEPT ![n][w][s].renewals = MaxRenewals, ![n][w][s].bound = FALSE]
     /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget, sigRead>>
 
 \* The outcome of finishing with a versioned write (finishTask).
-FinishOutcome(n, w) ==
+FinishOutcome(n, w, s) ==
     CASE task[w].status = "ABSENT" -> "gone"
-      [] task[w].version = work[n][w].version -> "ok"
+      [] task[w].version = work[n][w][s].version -> "ok"
          \* a rerun recorded on our lease by an honoured, bumping schedule
-      [] task[w].status \in LiveTask /\ task[w].run_after = work[n][w].lease -> "rerun"
+      [] task[w].status \in LiveTask /\ task[w].run_after = work[n][w][s].lease -> "rerun"
       [] OTHER -> "lost"
 
 \* remove: finish a completed run (saved or not) by DELETE ... WHERE version = v.  On a version mismatch: row gone -> removed elsewhere; same run_after as
 \* held -> a rerun was recorded on our lease -> run again at once; else lease lost.
-Remove(n, w) ==
-    /\ work[n][w].phase = "ended"
-    /\ work[n][w].result \in {"completed", "waiting"}
-    /\ LET o == FinishOutcome(n, w) IN
+Remove(n, w, s) ==
+    /\ work[n][w][s].phase = "ended"
+    /\ work[n][w][s].result \in {"completed", "waiting"}
+    /\ LET o == FinishOutcome(n, w, s) IN
        /\ task' = IF o = "ok" THEN [task EXCEPT ![w] = NoRow] ELSE task
-       /\ work' = [work EXCEPT ![n][w] =
+       /\ work' = [work EXCEPT ![n][w][s] =
                     IF o = "rerun"
                     THEN [@ EXCEPT !.phase = "rerun", !.version = task[w].version]
                     ELSE NoItem]
@@ -570,39 +602,41 @@ Remove(n, w) ==
 
 \* reschedule_retry: finish a failed run with retries left: PENDING, later run_after,
 \* version+1, WHERE version = v.  A conflict leaves the row to whoever holds it now.
-RescheduleRetry(n, w) ==
-    /\ work[n][w].phase = "ended"
-    /\ work[n][w].result = "failed"
-    /\ work[n][w].retry < MaxRetries
-    /\ task' = IF FinishOutcome(n, w) = "ok"
+RescheduleRetry(n, w, s) ==
+    /\ work[n][w][s].phase = "ended"
+    /\ work[n][w][s].result = "failed"
+    /\ work[n][w][s].retry < MaxRetries
+    /\ task' = IF FinishOutcome(n, w, s) = "ok"
                THEN [task EXCEPT ![w].status = "PENDING", ![w].run_after = clock + Backoff,
                                  ![w].version = @ + 1]
                ELSE task
-    /\ work' = [work EXCEPT ![n][w] = NoItem]
+    /\ work' = [work EXCEPT ![n][w][s] = NoItem]
     /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget, sigRead>>
 
 \* mark_failed: past MaxRetries the row becomes FAILED (dead letter) and, in the same
-\* transaction, a RUNNING instance becomes FAILED.
-MarkFailed(n, w) ==
-    /\ work[n][w].phase = "ended"
-    /\ work[n][w].result = "failed"
-    /\ work[n][w].retry >= MaxRetries
-    /\ IF FinishOutcome(n, w) = "ok"
+\* transaction, a RUNNING instance becomes FAILED; the node fails its callers' futures.
+MarkFailed(n, w, s) ==
+    /\ work[n][w][s].phase = "ended"
+    /\ work[n][w][s].result = "failed"
+    /\ work[n][w][s].retry >= MaxRetries
+    /\ IF FinishOutcome(n, w, s) = "ok"
        THEN /\ task' = [task EXCEPT ![w].status = "FAILED", ![w].version = @ + 1]
             /\ instance' = [instance EXCEPT ![w] =
                              IF @.status = "RUNNING"
                              THEN [status |-> "FAILED", version |-> @.version + 1]
                              ELSE @]
-       ELSE UNCHANGED <<task, instance>>
-    /\ work' = [work EXCEPT ![n][w] = NoItem]
-    /\ UNCHANGED <<clock, queue, starter, signaller, budget, sigRead>>
+            /\ starter' = [starter EXCEPT ![n][w] = Answer(@)]
+            /\ signaller' = [signaller EXCEPT ![n][w] = Answer(@)]
+       ELSE UNCHANGED <<task, instance, starter, signaller>>
+    /\ work' = [work EXCEPT ![n][w][s] = NoItem]
+    /\ UNCHANGED <<clock, queue, budget, sigRead>>
 
 -----------------------------------------------------------------------------
 (* Hidden steps: time and faults.                                           *)
 
 \* A node still holds the lease on w's row and is promised it will not lapse under it.
 HoldsLease(n, w) ==
-    \E it \in {queue[n][w], work[n][w]} :
+    \E it \in {queue[n][w]} \cup {work[n][w][s] : s \in Slots} :
         /\ it.phase # "none"
         /\ it.bound
         /\ task[w].status \in LiveTask
@@ -629,31 +663,42 @@ Tick ==
        ELSE /\ UNCHANGED clock
             /\ task' = [w \in Workflows |-> [task[w] EXCEPT !.run_after = Shift(@)]]
             /\ queue' = [n \in Nodes |-> [w \in Workflows |-> ShiftItem(queue[n][w])]]
-            /\ work' = [n \in Nodes |-> [w \in Workflows |-> ShiftItem(work[n][w])]]
+            /\ work' = [n \in Nodes |-> [w \in Workflows |-> [s \in Slots |->
+                          ShiftItem(work[n][w][s])]]]
             /\ timer' = [w \in Workflows |-> [timer[w] EXCEPT !.row.run_after = Shift(@)]]
     /\ UNCHANGED <<instance, starter, signaller, budget, sigRead, waitsOn>>
 
 \* A node crashes and restarts at once: its queue and its runs are gone (their rows stay,
-\* leased until they lapse).  Its callers are separate processes (see CallerFails).
+\* leased until they lapse).  A caller between its two writes is kept apart from the node
+\* (its own failure is CallerFails), but a call waiting for its result is in the node's
+\* process: an awaiting caller's future is in the node's memory (node.crash clears them), so
+\* it ends with the node ("lost") and is no longer owed an answer.  That is a choice: CallersAnswered does not
+\* ask a crashed node's callers to be answered.
+\* (A polling caller needs nothing of its node: it is left as it is, dead or not.)
+LostCall(phase) == IF phase = "awaiting" THEN "lost" ELSE phase
 Crash(n) ==
     /\ budget.crash > 0
-    /\ \E w \in Workflows : queue[n][w].phase # "none" \/ work[n][w].phase # "none"
-                           \/ n \in timer[w].heldBy
+    /\ \E w \in Workflows : \/ queue[n][w].phase # "none"
+                            \/ \E s \in Slots : work[n][w][s].phase # "none"
+                            \/ n \in timer[w].heldBy
     /\ queue' = [queue EXCEPT ![n] = [w \in Workflows |-> NoItem]]
-    /\ work' = [work EXCEPT ![n] = [w \in Workflows |-> NoItem]]
+    /\ work' = [work EXCEPT ![n] = [w \in Workflows |-> [s \in Slots |-> NoItem]]]
     /\ timer' = [w \in Workflows |-> [timer[w] EXCEPT !.heldBy = @ \ {n}]]
+    /\ starter' = [starter EXCEPT ![n] = [w \in Workflows |-> LostCall(@[w])]]
+    /\ signaller' = [signaller EXCEPT ![n] = [w \in Workflows |-> LostCall(@[w])]]
     /\ budget' = [budget EXCEPT !.crash = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, starter, signaller, sigRead, waitsOn>>
+    /\ UNCHANGED <<instance, task, clock, sigRead, waitsOn>>
 
 \* A running handler outlives its lease: the lease may now lapse while it runs.
-OutliveLease(n, w) ==
+OutliveLease(n, w, s) ==
     /\ budget.outlive > 0
-    /\ work[n][w].phase = "running" /\ work[n][w].bound
-    /\ work' = [work EXCEPT ![n][w].bound = FALSE]
+    /\ work[n][w][s].phase = "running" /\ work[n][w][s].bound
+    /\ work' = [work EXCEPT ![n][w][s].bound = FALSE]
     /\ budget' = [budget EXCEPT !.outlive = @ - 1]
     /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead>>
 
-\* A lease lapses early under a task still waiting in a queue (finding 3 of the seed).
+\* A lease lapses early under a task still waiting in a queue (finding 3 of the seed): time
+\* may now pass its end, and another node may fetch the row before the copy starts.
 EarlyExpiry(n, w) ==
     /\ budget.expiry > 0
     /\ queue[n][w].phase = "queued" /\ queue[n][w].bound
@@ -663,10 +708,10 @@ EarlyExpiry(n, w) ==
 
 \* A finishing write fails in the store: nothing commits, the worker gives the task up
 \* and the row stays until its lease lapses.
-StoreError(n, w) ==
+StoreError(n, w, s) ==
     /\ budget.storeError > 0
-    /\ work[n][w].phase = "ended"
-    /\ work' = [work EXCEPT ![n][w] = NoItem]
+    /\ work[n][w][s].phase = "ended"
+    /\ work' = [work EXCEPT ![n][w][s] = NoItem]
     /\ budget' = [budget EXCEPT !.storeError = @ - 1]
     /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead>>
 
@@ -678,22 +723,23 @@ CallerStep(n, w) ==
     /\ UNCHANGED timerVars
 
 WorkerStep(n, w) ==
-    \/ /\ \/ Fetch(n, w) \/ RunStart(n, w) \/ Remove(n, w)
-          \/ RescheduleRetry(n, w) \/ MarkFailed(n, w)
+    \/ /\ \/ Fetch(n, w)
+          \/ \E s \in Slots : \/ RunStart(n, w, s) \/ Remove(n, w, s)
+                             \/ RescheduleRetry(n, w, s) \/ MarkFailed(n, w, s)
        /\ UNCHANGED timerVars
-    \/ RunEnd(n, w)
+    \/ \E s \in Slots : RunEnd(n, w, s)
     \/ TimerStep(n, w)
 
 Fault(n, w) ==
     \/ Crash(n)
-    \/ /\ \/ OutliveLease(n, w) \/ EarlyExpiry(n, w) \/ StoreError(n, w)
-          \/ CallerFails(n, w) \/ SignalFails(n, w)
+    \/ /\ \/ EarlyExpiry(n, w) \/ CallerFails(n, w) \/ SignalFails(n, w)
+          \/ \E s \in Slots : OutliveLease(n, w, s) \/ StoreError(n, w, s)
        /\ UNCHANGED timerVars
 
 Next ==
     \/ \E n \in Nodes, w \in Workflows :
           \/ CallerStep(n, w) \/ WorkerStep(n, w) \/ Fault(n, w)
-          \/ Renew(n, w) /\ UNCHANGED timerVars
+          \/ (\E s \in Slots : Renew(n, w, s)) /\ UNCHANGED timerVars
     \/ Tick
 
 \* NoLongPauses: a caller does not stall forever, in particular not between the two
@@ -710,26 +756,25 @@ Spec == Init /\ [][Next]_vars /\ NoLongPauses /\ WorkersProgress
 -----------------------------------------------------------------------------
 (* Properties                                                              *)
 
-Running(n, w) == work[n][w].phase = "running"
+Running(n, w, s) == work[n][w][s].phase = "running"
 
-\* Never two runs of one workflow in progress at once (on any nodes).
+\* Never two runs of one workflow in progress at once, in two worker slots of one node or
+\* of two nodes.
 NoOverlappingRuns ==
-    \A w \in Workflows : \A n, m \in Nodes : Running(n, w) /\ Running(m, w) => n = m
+    \A w \in Workflows : \A n, m \in Nodes, s, r \in Slots :
+        Running(n, w, s) /\ Running(m, w, r) => <<n, s>> = <<m, r>>
 
 \* A RUNNING workflow always has something that will drive it: a live row, a queued task
-\* or a run in progress on some node, a caller between its two writes, or a start still to
-\* come (a caller yet to start it, or a failed start whose caller will retry) when a start
-\* of a RUNNING instance schedules it (no-op gate off, or the stranded-start recovery).
-StartWillSchedule == ~CreateExistingIsNoop \/ RecoverStrandedStart
+\* or a run in progress on some node, a caller between its two writes, or a signal between
+\* its update and its schedule.  A caller that may start it again later (idle, or failed
+\* with a retry left) does not count: whether it schedules depends on the gates and on the
+\* caller coming back, so a model that relies on it checks recovery by EventuallyDone.
 Driven(w) ==
     \/ task[w].status \in LiveTask
     \/ \E n \in Nodes : \/ queue[n][w].phase # "none"
-                        \/ work[n][w].phase \in {"running", "rerun"}
+                        \/ \E s \in Slots : work[n][w][s].phase \in {"running", "rerun"}
                         \/ starter[n][w] \in {"created", "recovering"}
                         \/ signaller[n][w] = "updated"
-                        \/ /\ StartWillSchedule
-                           /\ \/ starter[n][w] = "idle"
-                              \/ starter[n][w] = "failed" /\ budget.retry > 0
 \* A workflow whose last saved run ended waiting is WaitingIsDriven's.
 RunningIsDriven ==
     \A w \in Workflows : instance[w].status = "RUNNING" /\ waitsOn[w] = "none" => Driven(w)
@@ -750,6 +795,18 @@ WaitingIsDriven ==
 TerminalIsStable ==
     [][\A w \in Workflows :
          instance[w].status \in Terminal => instance'[w].status = instance[w].status]_vars
+
+\* Every in-process caller waiting for a result gets one: an awaiting caller from its future
+\* (a run on its node completes or fails the workflow), a polling one from the store (its
+\* poll reads a terminal instance: no step of its own, since a terminal instance stays so).
+\* A caller whose node crashed is gone, not answered (see Crash).
+Waits(phase) == phase \in {"awaiting", "polling"}
+Answered(phase, w) ==
+    phase \in AnswerPhases \/ (phase = "polling" /\ instance[w].status \in Terminal)
+CallersAnswered ==
+    \A n \in Nodes, w \in Workflows :
+        /\ Waits(starter[n][w]) ~> Answered(starter[n][w], w)
+        /\ Waits(signaller[n][w]) ~> Answered(signaller[n][w], w)
 
 \* Every started workflow reaches a terminal state.
 EventuallyDone ==

@@ -15,16 +15,34 @@ StateBound ==
 \* The checks that every model states: one name, so a model file lists it once.
 SafetyInv == TypeOK /\ NoOverlappingRuns /\ RunningIsDriven
 
+\* TypeOK's calibration (clock_past_window): Next plus a Tick that, at MaxClock, moves the
+\* clock on instead of shifting the stored times, so that ClockOK fails: TypeOK bounds time.
+TickPastWindow ==
+    /\ clock = MaxClock
+    /\ ENABLED Tick
+    /\ clock' = clock + 1
+    /\ UNCHANGED <<instance, task, queue, work, starter, signaller, sigRead, budget>>
+NextPastWindow == Next \/ TickPastWindow
+
 \* Reachability witnesses: each must be violated by the model that lists it, which shows
 \* that the model reaches the path its verdict is about (a guard against a vacuous ok).
 NeverCompletedInv == \A w \in Workflows : instance[w].status # "COMPLETED"
-NeverRerunInv == \A n \in Nodes, w \in Workflows : work[n][w].phase # "rerun"
+NeverRerunInv == \A n \in Nodes, w \in Workflows, s \in Slots : work[n][w][s].phase # "rerun"
 NeverRecoveredInv == \A n \in Nodes, w \in Workflows : starter[n][w] # "recovering"
 NeverDeadLetteredInv == \A w \in Workflows : task[w].status # "FAILED"
 \* A timer that fired while the run that armed it still held the task: the firing's schedule
 \* was honoured (and bumped), so the holder reruns.
 NeverFiredUnderLeaseInv ==
-    \A n \in Nodes, w \in Workflows :
-        ~(timer[w].entry = "fired" /\ work[n][w].phase = "rerun" /\ waitsOn[w] = "timer")
+    \A n \in Nodes, w \in Workflows, s \in Slots :
+        ~(timer[w].entry = "fired" /\ work[n][w][s].phase = "rerun" /\ waitsOn[w] = "timer")
+
+\* Finding 3's path, as the seed tells it: a copy still waits in n's queue, its lease lapsed
+\* (EarlyExpiry), while another node runs the row it fetched; the copy's RunStart, enabled
+\* here, is the overlap.
+NeverLapsedCopyWaitsInv ==
+    \A n, m \in Nodes, w \in Workflows, r \in Slots :
+        ~ /\ n # m
+          /\ queue[n][w].phase = "queued" /\ queue[n][w].source = "memory" /\ ~queue[n][w].bound
+          /\ Running(m, w, r) /\ work[m][w][r].source = "store"
 
 =============================================================================

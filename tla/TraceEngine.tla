@@ -74,7 +74,7 @@ CONSTANT MaxFinishAttempts  \* the header's max_finish_attempts (impl/engine/wor
 
 VARIABLES t, l          \* which trace of the batch; how many of its lines are explained
 
-\* attempts[n]: the runs node n has begun of the task it took last (RunStart from its queue is
+\* attempts[n][s]: the runs slot s of node n has begun of the task it took last (RunStart from its queue is
 \* the first, each rerun one more): finish_task gives a task up only once these are spent.
 VARIABLE attempts
 
@@ -117,7 +117,7 @@ WaitsForSignal ==
 Stranded ==
     /\ instance[W].status = "RUNNING"
     /\ task[W].status \notin LiveTask
-    /\ \A n \in Nodes : /\ queue[n][W].phase = "none" /\ work[n][W].phase = "none"
+    /\ \A n \in Nodes : /\ queue[n][W].phase = "none" /\ \A s \in Slots : work[n][W][s].phase = "none"
                        /\ starter[n][W] \notin {"created", "recovering"}
                        /\ signaller[n][W] # "updated"
     /\ ~WaitsForSignal
@@ -194,85 +194,95 @@ FetchUnderLease ==
 \* NoOverlappingRuns, checked where a run begins: runs in progress per node after the line
 \* must be this one alone.
 RunsAfter(extra) ==
-    [m \in Nodes |-> (IF Running(m, W)' THEN 1 ELSE 0) + (IF m = E.node THEN extra ELSE 0)]
+    [m \in Nodes |-> Cardinality({s \in Slots : Running(m, W, s)'}) + (IF m = E.node THEN extra ELSE 0)]
 OneRun == [m \in Nodes |-> IF m = E.node THEN 1 ELSE 0]
 
-IsRunStart ==
+\* Traces name the node of a run, not its worker thread: a queued task is taken by the node's
+\* first free slot (one choice, so that slots do not multiply the search), a rerun by its own.
+FirstFree(n) == CHOOSE s \in Slots : SlotFree(n, s)
+TakesSlot(n, s) ==
+    \/ work[n][W][s].phase = "rerun"
+    \/ (\E r \in Slots : SlotFree(n, r)) /\ s = FirstFree(n)
+
+IsRunStart(s) ==
     /\ Logged("run_start")
-    /\ RunStart(E.node, W)
-    /\ attempts' = [attempts EXCEPT ![E.node] = IF work[E.node][W].phase = "rerun" THEN @ + 1 ELSE 1]
+    /\ TakesSlot(E.node, s)
+    /\ RunStart(E.node, W, s)
+    /\ attempts' = [attempts EXCEPT ![E.node][s] = IF work[E.node][W][s].phase = "rerun" THEN @ + 1 ELSE 1]
     /\ Agrees("started",
-              [source |-> <<work'[E.node][W].source, E.args.source>>,
-               task_version |-> <<work'[E.node][W].version, E.args.task_version>>,
+              [source |-> <<work'[E.node][W][s].source, E.args.source>>,
+               task_version |-> <<work'[E.node][W][s].version, E.args.task_version>>,
                NoOverlappingRuns |-> <<RunsAfter(0), OneRun>>])
     /\ Step
 
-\* Never enabled: a run_start on a node whose own run is in progress (Engine has one worker
-\* slot per workflow and node) only prints why the line cannot be explained.
+\* Never enabled: a run_start on a node whose own run is in progress and no slot is free only
+\* prints why the line cannot be explained (with a free slot, IsRunStart prints the same).
 RunStartOverOwnRun ==
     /\ Logged("run_start")
-    /\ Running(E.node, W)
+    /\ \E s \in Slots : Running(E.node, W, s)
+    /\ ~\E s \in Slots : SlotFree(E.node, s)
     /\ UNCHANGED vars
     /\ Match(t, l + 1, [NoOverlappingRuns |-> <<RunsAfter(1), OneRun>>])
     /\ FALSE
 
 \* The result RunEnd chose, read from the state it left.  A stale run that owes a rerun
 \* leaves the same state whether it completed or waited: then either is the logged one.
-RunResult(n) ==
+RunResult(n, s) ==
     CASE budget'.user < budget.user -> "failed"
-      [] work'[n][W].phase = "ended" -> work'[n][W].result
+      [] work'[n][W][s].phase = "ended" -> work'[n][W][s].result
       [] instance'[W].status = "COMPLETED" /\ instance[W].status # "COMPLETED" -> "completed"
       [] instance'[W].version > instance[W].version -> "waiting"
       [] E.args.result \in {"completed", "waiting"} -> E.args.result
       [] OTHER -> "completed"
 
-IsRunEnd ==
+IsRunEnd(s) ==
     /\ Logged("run_end")
-    /\ RunEnd(E.node, W)
-    /\ Agrees(IF Fresh(E.node, W) THEN "saved" ELSE "conflict",
-              [result |-> <<RunResult(E.node), E.args.result>>])
+    /\ RunEnd(E.node, W, s)
+    /\ Agrees(IF Fresh(E.node, W, s) THEN "saved" ELSE "conflict",
+              [result |-> <<RunResult(E.node, s), E.args.result>>])
     /\ Step
 
-HeldOK(n) == task[W].status \in LiveTask /\ task[W].version = work[n][W].version
+HeldOK(n, s) == task[W].status \in LiveTask /\ task[W].version = work[n][W][s].version
 
 \* The lease a renewal or finishing write is made on: the version and the run_after held
 \* (the run_after is what tells a rerun from a lost lease: FinishOutcome).
-Held(n) == [task_version |-> <<work[n][W].version, E.args.task_version>>,
-            held_run_after |-> <<work[n][W].lease, E.args.held_run_after>>]
+Held(n, s) == [task_version |-> <<work[n][W][s].version, E.args.task_version>>,
+               held_run_after |-> <<work[n][W][s].lease, E.args.held_run_after>>]
 
-IsRenew ==
+IsRenew(s) ==
     /\ Logged("renew")
     /\ AutoRenew
-    /\ Renew(E.node, W)
-    /\ Agrees(IF HeldOK(E.node) THEN "renewed" ELSE "conflict",
-              Held(E.node))
+    /\ Renew(E.node, W, s)
+    /\ Agrees(IF HeldOK(E.node, s) THEN "renewed" ELSE "conflict",
+              Held(E.node, s))
     /\ Step
 
-FinishTrace(n, ok) == IF FinishOutcome(n, W) = "ok" THEN ok ELSE FinishOutcome(n, W)
+FinishTrace(n, s, ok) == IF FinishOutcome(n, W, s) = "ok" THEN ok ELSE FinishOutcome(n, W, s)
 
-IsRemove ==
+IsRemove(s) ==
     /\ Logged("remove")
-    /\ Remove(E.node, W)
-    /\ Agrees(FinishTrace(E.node, "removed"), Held(E.node))
+    /\ Remove(E.node, W, s)
+    /\ Agrees(FinishTrace(E.node, s, "removed"), Held(E.node, s))
     /\ Step
 
-IsRescheduleRetry ==
+IsRescheduleRetry(s) ==
     /\ Logged("reschedule_retry")
-    /\ RescheduleRetry(E.node, W)
-    /\ Agrees(IF FinishOutcome(E.node, W) = "ok" THEN "rescheduled" ELSE "conflict",
-              Held(E.node) @@ [run_after |-> <<clock + Backoff, E.args.run_after>>])
+    /\ RescheduleRetry(E.node, W, s)
+    /\ Agrees(IF FinishOutcome(E.node, W, s) = "ok" THEN "rescheduled" ELSE "conflict",
+              Held(E.node, s) @@ [run_after |-> <<clock + Backoff, E.args.run_after>>])
     /\ Step
 
-IsMarkFailed ==
+IsMarkFailed(s) ==
     /\ Logged("mark_failed")
-    /\ MarkFailed(E.node, W)
-    /\ Agrees(IF FinishOutcome(E.node, W) = "ok" THEN "failed" ELSE "conflict", Held(E.node))
+    /\ MarkFailed(E.node, W, s)
+    /\ Agrees(IF FinishOutcome(E.node, W, s) = "ok" THEN "failed" ELSE "conflict", Held(E.node, s))
     /\ Step
 
 LoggedStep ==
     \/ IsCreateInstance \/ IsSchedule \/ IsScheduleInMemory \/ IsUpdateInstance
-    \/ IsFetch \/ IsRunStart \/ IsRunEnd \/ IsRenew \/ IsRemove \/ IsRescheduleRetry
-    \/ IsMarkFailed \/ RunStartOverOwnRun \/ FetchUnderLease
+    \/ IsFetch \/ RunStartOverOwnRun \/ FetchUnderLease
+    \/ \E s \in Slots : \/ IsRunStart(s) \/ IsRunEnd(s) \/ IsRenew(s) \/ IsRemove(s)
+                       \/ IsRescheduleRetry(s) \/ IsMarkFailed(s)
 
 -----------------------------------------------------------------------------
 (* Hidden steps.                                                           *)
@@ -295,12 +305,17 @@ TickPastHeldLease ==
     /\ l < Lines /\ clock < E.now
     /\ \E n \in Nodes : HoldsLease(n, W) /\ task[W].run_after <= E.now
     /\ budget.outlive = 0 /\ budget.crash = 0
-    /\ ~\E n \in Nodes : work[n][W].phase = "rerun" /\ attempts[n] >= MaxFinishAttempts
+    /\ ~\E n \in Nodes, s \in Slots :
+          work[n][W][s].phase = "rerun" /\ attempts[n][s] >= MaxFinishAttempts
     /\ LET n == CHOOSE m \in Nodes : HoldsLease(m, W) /\ task[W].run_after <= E.now
+           \* the slot holding the lease, if a run holds it (else any: a queued copy holds it)
+           held(r) == work[n][W][r].phase # "none" /\ work[n][W][r].lease = task[W].run_after
+           s == IF \E r \in Slots : held(r) THEN CHOOSE r \in Slots : held(r)
+                ELSE CHOOSE r \in Slots : TRUE
            holds == IF queue[n][W].phase # "none" /\ queue[n][W].lease = task[W].run_after
-                    THEN "queued" ELSE work[n][W].phase
+                    THEN "queued" ELSE work[n][W][s].phase
        IN Match(t, l + 1, [HeldLeaseKept |->
-            <<n \o " holds (" \o holds \o ", " \o ToString(attempts[n]) \o " of "
+            <<n \o " holds (" \o holds \o ", " \o ToString(attempts[n][s]) \o " of "
                 \o ToString(MaxFinishAttempts) \o " finish attempts run) the lease to "
                 \o ToString(task[W].run_after) \o ", and this line is at " \o ToString(E.now),
               "a lapse or crash the header counts (lapses left " \o ToString(budget.outlive)
@@ -321,7 +336,7 @@ Lapse(n) ==
     /\ LET Detach(it) == IF it.phase # "none" /\ it.lease = task[W].run_after
                          THEN [it EXCEPT !.bound = FALSE] ELSE it
        IN /\ queue' = [queue EXCEPT ![n][W] = Detach(@)]
-          /\ work' = [work EXCEPT ![n][W] = Detach(@)]
+          /\ work' = [work EXCEPT ![n][W] = [s \in Slots |-> Detach(@[s])]]
     /\ budget' = [budget EXCEPT !.outlive = @ - 1]
     /\ UNCHANGED <<instance, task, clock, starter, signaller, sigRead>>
 
@@ -335,7 +350,7 @@ EngineHidden(n) ==
     \/ AlreadyQueued(n, W)
     \/ Crash(n)
     \/ Lapse(n)
-    \/ StoreError(n, W)
+    \/ \E s \in Slots : StoreError(n, W, s)
 
 (* The environment and the implementation where they differ from Engine, in one place:   *)
 (*  - NewStart / NewSignal: Engine's callers start and signal once per node; a program    *)
@@ -347,21 +362,22 @@ EngineHidden(n) ==
 (*    again: dropping the task is the bug TickPastHeldLease names.                        *)
 NewStart(n) ==
     /\ l < Lines /\ E.op = "create_instance" /\ E.node = n
-    /\ starter[n][W] \in {"awaiting", "polling"}
+    /\ starter[n][W] \in {"awaiting", "polling"} \cup AnswerPhases
     /\ starter' = [starter EXCEPT ![n][W] = "idle"]
     /\ UNCHANGED <<instance, task, clock, queue, work, signaller, sigRead, budget>>
 
 NewSignal(n) ==
     /\ SignalAhead(n)
-    /\ signaller[n][W] \in {"awaiting", "polling"}
+    /\ signaller[n][W] \in {"awaiting", "polling"} \cup AnswerPhases
     /\ signaller' = [signaller EXCEPT ![n][W] = "idle"]
     /\ UNCHANGED <<instance, task, clock, queue, work, starter, sigRead, budget>>
 
 FinishAttemptsSpent(n) ==
-    /\ work[n][W].phase = "rerun"
-    /\ attempts[n] >= MaxFinishAttempts
-    /\ work' = [work EXCEPT ![n][W] = NoItem]
-    /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead, budget>>
+    \E s \in Slots :
+        /\ work[n][W][s].phase = "rerun"
+        /\ attempts[n][s] >= MaxFinishAttempts
+        /\ work' = [work EXCEPT ![n][W][s] = NoItem]
+        /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead, budget>>
 
 ImplQuirk(n) == NewStart(n) \/ NewSignal(n) \/ FinishAttemptsSpent(n)
 
@@ -371,7 +387,7 @@ Hidden ==
     /\ UNCHANGED <<t, l, attempts, waitsOn, timer>>
 
 -----------------------------------------------------------------------------
-TraceInit == t \in 1..Len(Traces) /\ l = 0 /\ attempts = [n \in Nodes |-> 0] /\ Init
+TraceInit == t \in 1..Len(Traces) /\ l = 0 /\ attempts = [n \in Nodes |-> [s \in Slots |-> 0]] /\ Init
 
 TraceNext == LoggedStep \/ Hidden \/ TickPastHeldLease
 
