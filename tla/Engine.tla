@@ -64,9 +64,12 @@ CONSTANTS
                             \* lease renews at the row's version and reruns (impl/engine/worker.py)
     RunEndChecksStatus,     \* a run's save requires a RUNNING instance, not only the version it
                             \* read (impl/engine/store.py run_end; off: a calibration only)
-    ResultUnavailable       \* the seed's fix for callers: a call that queued no copy here fails
+    ResultUnavailable,      \* the seed's fix for callers: a call that queued no copy here fails
                             \* its future (ResultUnavailable) and polls the store; off, it awaits
                             \* its future whatever the schedule queued
+    AnswerFromStore         \* a run whose save conflicts with a terminal instance answers its
+                            \* node's callers from the store (impl/engine/worker.py; off: the
+                            \* finding inmem_start_late_copy, a copy that runs late never answers)
 
 \* Fault budgets (0 turns a fault off)
 CONSTANTS
@@ -512,7 +515,8 @@ RunEnd(n, w, s) ==
                         THEN [timer EXCEPT ![w].entry = "active",
                                            ![w].row = IF ArmTimerWithSave THEN ArmedRow ELSE @]
                         ELSE timer
-            /\ IF fresh /\ result = "completed"
+            /\ IF \/ fresh /\ result = "completed"
+                  \/ AnswerFromStore /\ ~fresh /\ instance[w].status \in Terminal
                THEN /\ starter' = [starter EXCEPT ![n][w] = Answer(@)]
                     /\ signaller' = [signaller EXCEPT ![n][w] = Answer(@)]
                ELSE UNCHANGED <<starter, signaller>>

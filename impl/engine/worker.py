@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from impl.engine import decide
 from impl.engine.effects import Call, Fiber, Sleep
-from impl.engine.model import Task
+from impl.engine.model import COMPLETED, FAILED, Task
 from impl.engine.queue import QueuedTask
 from impl.engine.workflows import RunContext, Step
 
@@ -90,6 +90,11 @@ def run_task(node: Node, item: QueuedTask) -> Fiber[None]:
             node.monitor.end(wf, node.name)
         if result == "completed" and saved == "saved" and step is not None:
             node.complete(wf, step.value)
+        elif result == "completed" and step is not None:
+            # The save conflicted. If another run finished the workflow, this node's callers
+            # awaiting their future would wait forever (a copy that ran late): answer them
+            # from the store (AnswerFromStore in tla/Engine.tla).
+            yield from _answer_from_store(node, wf)
         if result == "failed":
             yield from _retry_or_fail(node, held)
             return
@@ -102,6 +107,17 @@ def run_task(node: Node, item: QueuedTask) -> Fiber[None]:
         if outcome != "rerun" or row is None:
             return  # removed; removed elsewhere; or our lease was lost and the row is not ours
         held = row
+
+
+def _answer_from_store(node: Node, wf: str) -> Fiber[None]:
+    """Complete (or fail) this node's futures for `wf` from its stored result, if terminal."""
+    from impl.engine.node import WorkflowFailed
+
+    inst = yield Call(lambda: node.store.get_instance(wf), "read_instance")
+    if inst is not None and inst.status == COMPLETED:
+        node.complete(wf, json.loads(inst.result) if inst.result is not None else None)
+    elif inst is not None and inst.status == FAILED:
+        node.fail(wf, WorkflowFailed(f"workflow {wf!r} failed"))
 
 
 def _handler(node: Node, inst: Any, held: Task) -> tuple[Step | None, int]:
