@@ -47,4 +47,10 @@ EndlessSpec ==
     /\ Init /\ [][EndlessNext]_vars /\ Fairness /\ CallFairness /\ CursorFairness
     /\ WF_vars(\E e \in Entries : OfferFresh(e))
 
+-----------------------------------------------------------------------------
+(* Calls that may never return (a handler may run past VT and past        *)
+(* maxProcessingTime, with no bound): every step but InvokeEnd stays fair. *)
+(* LaggingLearnsLoss must then come from the heartbeat, not from the end.  *)
+HangSpec == Init /\ [][Next]_vars /\ ProcessFairness
+
 =============================================================================

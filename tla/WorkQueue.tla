@@ -479,7 +479,7 @@ Next ==
 \* Fairness: every process keeps taking the steps it can take; faults are not forced. The
 \* poll loop is fair as a whole: which source a poll serves is its turn's business, so that
 \* neither intake nor retries get a turn of their own.
-Fairness ==
+ProcessFairness ==
     /\ WF_vars((\E e \in Entries : Offer(e)) /\ UNCHANGED polls)
     /\ WF_vars(Tick /\ UNCHANGED polls)
     /\ \A c \in Consumers :
@@ -487,9 +487,15 @@ Fairness ==
         /\ WF_vars((\E e \in Entries : InvokeStart(c, e)) /\ UNCHANGED polls)
         /\ WF_vars((\E e \in Entries : Renew(c, e) \/ RenewCheck(c, e) \/ RenewClaim(c, e))
                    /\ UNCHANGED polls)
-        /\ WF_vars((\E e \in Entries : \E r \in Results : InvokeEnd(c, e, r)) /\ UNCHANGED polls)
         /\ WF_vars((\E e \in Entries : Ack(c, e) \/ Release(c, e)) /\ UNCHANGED polls)
         /\ WF_vars(Resume(c) /\ UNCHANGED polls)
+
+\* Handlers return: every call ends in the end (MCWorkQueue's HangSpec leaves this out).
+CallsEnd ==
+    \A c \in Consumers :
+        WF_vars((\E e \in Entries : \E r \in Results : InvokeEnd(c, e, r)) /\ UNCHANGED polls)
+
+Fairness == ProcessFairness /\ CallsEnd
 
 Spec == Init /\ [][Next]_vars /\ Fairness
 
@@ -505,6 +511,17 @@ EveryEntryAcked == \A e \in Entries : status[e] = "new" ~> status[e] = "gone"
 
 \* Intake never freezes: an entry waiting in the stream is eventually delivered.
 IntakeNeverFreezes == \A e \in Entries : status[e] = "new" ~> status[e] /= "new"
+
+\* A lagging invocation whose entry some other consumer now owns (reclaimed it, or acked it)
+\* learns that it lost the entry at its next heartbeat (the refused renewal: lost), unless
+\* it ends or dies first; it never takes the entry back. Holds, and so
+\* NoOverlappingInvocations, leaves lagging invocations out: this is their promise. Under
+\* Spec every call ends, which makes it trivial; HangSpec (calls that may never return, as
+\* a handler may outrun VT and maxProcessingTime without bound) is where it says something.
+LaggingLearnsLoss ==
+    \A c \in Consumers : \A e \in Entries :
+        (e \in active[c] /\ e \in lagging[c] /\ owner[e] /= c)
+            ~> (e \notin active[c] \/ e \in lost[c])
 
 \* No consumer runs more invocations than it has permits.
 PermitBound == \A c \in Consumers : Cardinality(active[c]) <= Permits
