@@ -53,4 +53,16 @@ EndlessSpec ==
 (* LaggingLearnsLoss must then come from the heartbeat, not from the end.  *)
 HangSpec == Init /\ [][Next]_vars /\ ProcessFairness
 
+-----------------------------------------------------------------------------
+(* TypeOK's calibration: a heartbeat lag that skips CanFault's budget     *)
+(* check (a fault the budget never paid for) takes faults past MaxFaults.  *)
+UnpaidLag(c, e) ==
+    /\ LagFault /\ Up(c) /\ Holds(c, e)
+    /\ lagging' = [lagging EXCEPT ![c] = @ \cup {e}]
+    /\ faults' = faults + 1
+    /\ UNCHANGED <<storeVars, mode, inbox, active, permits, toAck, toRelease, stalled, leaked,
+                   lost, checked, elapsed, polls>>
+
+NextWithUnpaidLag == Next \/ \E c \in Consumers : \E e \in Entries : UnpaidLag(c, e)
+
 =============================================================================
