@@ -370,6 +370,9 @@ TraceInit ==
     /\ lastAt = [c \in Consumers |-> 0]
     /\ Init
 
-TraceNext == LoggedStep \/ Hidden
+\* A logged receive_new or reclaim is the store's step of some poll: the poll's turn is hidden
+\* (empty polls log nothing, and a turn may have passed in any number of them), so the trace
+\* spec leaves polls alone and takes the logged source as the poll's.
+TraceNext == (LoggedStep \/ Hidden) /\ UNCHANGED polls
 
 =============================================================================

@@ -47,7 +47,9 @@ CONSTANTS
     CleanupOnAckFailure,      \* an ack that throws still ends the invocation's record
     ReclaimRetries,           \* polls try XAUTOCLAIM for entries idle for VT at all
     CloseWaitsForHandlers,    \* close keeps renewing until running handlers return
-    PermitCheck               \* a poll takes work only with a free permit (impl permit_bound)
+    PermitCheck,              \* a poll takes work only with a free permit (impl permit_bound)
+    ReclaimTurn,              \* one poll in PollRatio + 1 tries XAUTOCLAIM first
+    PollFallback              \* a poll whose first source is empty tries the other one
 
 \* Faults: which hidden failures may happen (each costs one of MaxFaults).
 CONSTANTS
@@ -61,7 +63,7 @@ ASSUME /\ Permits \in Nat \ {0}
        /\ NoOne \notin Consumers
        /\ \A g \in {RenewOwnerCheck, RenewPastMaxProc, InvocationScopedPermits, AtomicRenew,
                     HeartbeatOn, CleanupOnAckFailure, ReclaimRetries, CloseWaitsForHandlers,
-                    PermitCheck, CrashFault, PauseFault, LagFault, AckFailFault, RejectFault, CloseFault} :
+                    PermitCheck, ReclaimTurn, PollFallback, CrashFault, PauseFault, LagFault, AckFailFault, RejectFault, CloseFault} :
               g \in BOOLEAN
 
 Statuses == {"unsent", "new", "pending", "gone"}
@@ -94,8 +96,15 @@ VARIABLES
 consumerVars == <<mode, inbox, active, permits, toAck, toRelease, lagging, stalled, leaked, lost,
                  checked, elapsed>>
 
+\* The poll loop's turn (impl/workqueue/core.py Fairness): polls[c] counts c's polls modulo
+\* PollRatio + 1; the last of each round tries reclaim first, the others receive_new first.
+VARIABLE polls   \* [Consumers -> 0..PollRatio]
+
 VARIABLE faults  \* faults injected so far
-vars == <<storeVars, consumerVars, faults>>
+vars == <<storeVars, consumerVars, polls, faults>>
+
+\* The seed's ratio of new-first to reclaim-first polls (its default, and the impl's).
+PollRatio == 3
 
 TypeOK ==
     /\ status \in [Entries -> Statuses]
@@ -107,6 +116,7 @@ TypeOK ==
                  checked} :
            v \in [Consumers -> SUBSET Entries]
     /\ elapsed \in [Consumers -> [Entries -> 0..MaxProc]]
+    /\ polls \in [Consumers -> 0..PollRatio]
     /\ faults \in 0..MaxFaults
 
 -----------------------------------------------------------------------------
@@ -167,6 +177,7 @@ Init ==
     /\ lost = [c \in Consumers |-> {}]
     /\ checked = [c \in Consumers |-> {}]
     /\ elapsed = [c \in Consumers |-> [e \in Entries |-> 0]]
+    /\ polls = [c \in Consumers |-> 0]
     /\ faults = 0
 
 \* offer: XADD (impl/workqueue/queue.py offer)
@@ -183,10 +194,18 @@ Deliver(c, e) ==
     /\ inbox' = [inbox EXCEPT ![c] = @ \cup {e}]
     /\ permits' = [permits EXCEPT ![c] = PermitsAfter(c, inbox'[c], active[c])]
 
+\* What each kind of poll could take: a never-delivered entry, or one idle for VT (not one
+\* that c has just been handed).
+Fresh(e) == status[e] = "new"
+Reclaimable(c, e) ==
+    /\ ReclaimRetries
+    /\ status[e] = "pending" /\ idle[e] = VT
+    /\ e \notin inbox[c]
+
 \* receive_new: XREADGROUP GROUP g c COUNT 1 STREAMS queue >
 ReceiveNew(c, e) ==
     /\ Polling(c) /\ FreePermit(c)
-    /\ status[e] = "new"
+    /\ Fresh(e)
     /\ status' = [status EXCEPT ![e] = "pending"]
     /\ Deliver(c, e)
     /\ UNCHANGED <<mode, active, toAck, toRelease, lagging, stalled, leaked, lost, checked,
@@ -194,10 +213,8 @@ ReceiveNew(c, e) ==
 
 \* reclaim: XAUTOCLAIM queue g c VT cursor COUNT 1 (an entry idle for VT changes owner)
 Reclaim(c, e) ==
-    /\ ReclaimRetries
     /\ Polling(c) /\ FreePermit(c)
-    /\ status[e] = "pending" /\ idle[e] = VT
-    /\ e \notin inbox[c]
+    /\ Reclaimable(c, e)
     /\ Deliver(c, e)
     /\ UNCHANGED <<status, mode, active, toAck, toRelease, lagging, stalled, leaked, lost,
                    checked, elapsed, faults>>
@@ -398,33 +415,87 @@ Close(c) ==
                    leaked, lost, checked, elapsed>>
 
 -----------------------------------------------------------------------------
+\* poll (impl/workqueue/node.py poll): one permit-holding poll of c's loop. Out of every
+\* PollRatio + 1 polls, PollRatio try receive_new first and one tries reclaim first; each
+\* falls back to the other when its first source is empty.
+\*
+\* The impl turns the round on every poll, empty ones too, and an empty poll logs nothing.
+\* The order matters only when both sources have work (Contested), so polls[c] counts only
+\* what the design forces: the contested polls c has given to new work since it last took
+\* a retry (or found both sources empty, where the round may have come to its reclaim
+\* turn). Any contested poll may take the retry (the round may be at its turn), and the one
+\* after PollRatio new ones must: this covers every order of the impl's loop and keeps its
+\* promise that retries are not passed over more than PollRatio times in a row.
+\*
+\* Without the fallback (PollFallback off) a poll waits on its first source (a blocking read)
+\* and the round turns only when a poll returns work: polls[c] is then the round itself.
+NewReady == \E e \in Entries : Fresh(e)
+RetryReady(c) == \E e \in Entries : Reclaimable(c, e)
+Contested(c) == NewReady /\ RetryReady(c)
+ReclaimDue(c) == ReclaimTurn /\ polls[c] = PollRatio
+
+TakeNew(c) == \E e \in Entries : ReceiveNew(c, e)
+TakeRetry(c) == \E e \in Entries : Reclaim(c, e)
+Turn(c, n) == polls' = [polls EXCEPT ![c] = n]
+
+\* The design: new work unless a retry is due, a retry when the turn may be reclaim's (any
+\* time, with ReclaimTurn) or there is no new work (the fallback); an empty poll may turn the
+\* round to its reclaim turn.
+FallbackPoll(c) ==
+    \/ /\ ~(ReclaimDue(c) /\ RetryReady(c)) /\ TakeNew(c)
+       /\ Turn(c, IF ReclaimTurn /\ RetryReady(c) THEN polls[c] + 1 ELSE 0)
+    \/ /\ ReclaimTurn \/ ~NewReady
+       /\ TakeRetry(c) /\ Turn(c, 0)
+    \/ /\ polls[c] > 0 /\ ~NewReady /\ ~RetryReady(c)                   \* an empty poll
+       /\ Turn(c, 0)
+       /\ UNCHANGED <<storeVars, consumerVars, faults>>
+
+\* No fallback: the poll serves its turn's source only, and waits there.
+WaitingPoll(c) ==
+    \/ /\ ~ReclaimDue(c) /\ TakeNew(c)
+       /\ Turn(c, IF ReclaimTurn THEN polls[c] + 1 ELSE 0)
+    \/ /\ ReclaimDue(c) /\ TakeRetry(c) /\ Turn(c, 0)
+
+Poll(c) ==
+    /\ Polling(c) /\ FreePermit(c)
+    /\ IF PollFallback THEN FallbackPoll(c) ELSE WaitingPoll(c)
+
+\* Every other step of c (the poll's turn stays).
 ConsumerStep(c) ==
     \/ \E e \in Entries :
-          \/ ReceiveNew(c, e) \/ Reclaim(c, e) \/ InvokeStart(c, e)
+          \/ InvokeStart(c, e)
           \/ \E r \in Results : InvokeEnd(c, e, r)
           \/ Renew(c, e) \/ RenewCheck(c, e) \/ RenewClaim(c, e)
           \/ Ack(c, e) \/ Release(c, e) \/ HeartbeatLag(c, e)
     \/ Crash(c) \/ Pause(c) \/ Resume(c) \/ Close(c)
 
 Next ==
-    \/ \E e \in Entries : Offer(e)
-    \/ Tick
-    \/ \E c \in Consumers : ConsumerStep(c)
+    \/ \E c \in Consumers : Poll(c)
+    \/ /\ \/ \E e \in Entries : Offer(e)
+          \/ Tick
+          \/ \E c \in Consumers : ConsumerStep(c)
+       /\ UNCHANGED polls
 
 \* Fairness: every process keeps taking the steps it can take; faults are not forced. The
-\* seed's weighted poll (ratio new : reclaim) gives each kind of poll its turn: weak fairness
-\* on each stands for it.
-Fairness ==
-    /\ WF_vars(\E e \in Entries : Offer(e))
-    /\ WF_vars(Tick)
+\* poll loop is fair as a whole: which source a poll serves is its turn's business, so that
+\* neither intake nor retries get a turn of their own.
+ProcessFairness ==
+    /\ WF_vars((\E e \in Entries : Offer(e)) /\ UNCHANGED polls)
+    /\ WF_vars(Tick /\ UNCHANGED polls)
     /\ \A c \in Consumers :
-        /\ WF_vars(\E e \in Entries : ReceiveNew(c, e))
-        /\ WF_vars(\E e \in Entries : Reclaim(c, e))
-        /\ WF_vars(\E e \in Entries : InvokeStart(c, e))
-        /\ WF_vars(\E e \in Entries : \E r \in Results : InvokeEnd(c, e, r))
-        /\ WF_vars(\E e \in Entries : Renew(c, e) \/ RenewCheck(c, e) \/ RenewClaim(c, e))
-        /\ WF_vars(\E e \in Entries : Ack(c, e) \/ Release(c, e))
-        /\ WF_vars(Resume(c))
+        /\ WF_vars(Poll(c))
+        /\ WF_vars((\E e \in Entries : InvokeStart(c, e)) /\ UNCHANGED polls)
+        /\ WF_vars((\E e \in Entries : Renew(c, e) \/ RenewCheck(c, e) \/ RenewClaim(c, e))
+                   /\ UNCHANGED polls)
+        /\ WF_vars((\E e \in Entries : Ack(c, e) \/ Release(c, e)) /\ UNCHANGED polls)
+        /\ WF_vars(Resume(c) /\ UNCHANGED polls)
+
+\* Handlers return: every call ends in the end (MCWorkQueue's HangSpec leaves this out).
+CallsEnd ==
+    \A c \in Consumers :
+        WF_vars((\E e \in Entries : \E r \in Results : InvokeEnd(c, e, r)) /\ UNCHANGED polls)
+
+Fairness == ProcessFairness /\ CallsEnd
 
 Spec == Init /\ [][Next]_vars /\ Fairness
 
@@ -440,6 +511,17 @@ EveryEntryAcked == \A e \in Entries : status[e] = "new" ~> status[e] = "gone"
 
 \* Intake never freezes: an entry waiting in the stream is eventually delivered.
 IntakeNeverFreezes == \A e \in Entries : status[e] = "new" ~> status[e] /= "new"
+
+\* A lagging invocation whose entry some other consumer now owns (reclaimed it, or acked it)
+\* learns that it lost the entry at its next heartbeat (the refused renewal: lost), unless
+\* it ends or dies first; it never takes the entry back. Holds, and so
+\* NoOverlappingInvocations, leaves lagging invocations out: this is their promise. Under
+\* Spec every call ends, which makes it trivial; HangSpec (calls that may never return, as
+\* a handler may outrun VT and maxProcessingTime without bound) is where it says something.
+LaggingLearnsLoss ==
+    \A c \in Consumers : \A e \in Entries :
+        (e \in active[c] /\ e \in lagging[c] /\ owner[e] /= c)
+            ~> (e \notin active[c] \/ e \in lost[c])
 
 \* No consumer runs more invocations than it has permits.
 PermitBound == \A c \in Consumers : Cardinality(active[c]) <= Permits
