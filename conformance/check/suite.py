@@ -1,8 +1,10 @@
 """Checking many models, several at a time, so that the suite uses every core.
 
 With `jobs` models in flight, each TLC run gets `cores // jobs` workers (at least one), unless
-its model file fixes `workers`, or it checks a temporal property (one worker: `workers_for`). Short models are dominated by JVM start-up, so running two at
-once with one worker each beats running them one after the other with two.
+its model file fixes `workers`, or it checks a temporal property (one worker: `workers_for`).
+The one-worker models run one per core, side by side, before the others. Short models are
+dominated by JVM start-up, so running two at once with one worker each beats running them one
+after the other with two.
 """
 
 from __future__ import annotations
@@ -56,7 +58,15 @@ def run_suite(
             on_done(result)
         return result
 
-    if jobs <= 1:
-        return [one(m) for m in models]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(one, models))
+    # A model with a temporal property gets one TLC worker (workers_for), so such models run as
+    # many at once as there are cores; the safety-only ones keep `jobs` and every core each.
+    temporal = [i for i, m in enumerate(models) if m.properties]
+    safety = [i for i, m in enumerate(models) if not m.properties]
+    results: dict[int, Outcome] = {}
+    for indices, at_once in ((temporal, max(jobs, default_workers())), (safety, jobs)):
+        if at_once <= 1:
+            results.update((i, one(models[i])) for i in indices)
+            continue
+        with ThreadPoolExecutor(max_workers=at_once) as pool:
+            results.update(zip(indices, pool.map(lambda i: one(models[i]), indices)))
+    return [results[i] for i in range(len(models))]
