@@ -21,7 +21,7 @@ TickPastWindow ==
     /\ clock = MaxClock
     /\ ENABLED Tick
     /\ clock' = clock + 1
-    /\ UNCHANGED <<instance, task, queue, work, starter, signaller, sigRead, budget>>
+    /\ UNCHANGED <<instance, task, queue, work, starter, signaller, sigRead, budget, timerVars>>
 NextPastWindow == Next \/ TickPastWindow
 
 \* Reachability witnesses: each must be violated by the model that lists it, which shows
