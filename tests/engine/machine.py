@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from impl.engine.backend import Backend, MemoryBackend
-from impl.engine.effects import Call, Sleep
+from impl.engine.effects import Call
 from impl.engine.errors import UnknownWorkflow
 from impl.engine.export import by_workflow, render_workflow
 from impl.engine.model import Gates, Settings
@@ -138,10 +138,8 @@ class EngineMachine(RuleBasedStateMachine):
         self.example.steps.append((node, step, outcome))
 
     def _runnable(self, node: str) -> list[Any]:
-        now = self.sim.clock.now_ms()
-        return [f for f in self.sim.fibers if f.node == node and not f.done and node not in self.sim.crashed
-                and self.sim.paused_until[node] <= now
-                and (isinstance(f.effect, Call) or (isinstance(f.effect, Sleep) and f.wake_at <= now))]
+        """`node`'s fibers that can step now (a pending call, or a sleep that is over)."""
+        return [what for kind, what in self.sim.choices() if kind == "fiber" and what.node == node]
 
     def _pick(self, want: Callable[[str, Any], bool]) -> bool:
         """Take the first of the simulation's current choices that `want` accepts."""
