@@ -78,3 +78,20 @@ def test_strict_does_not_count_a_left_out_calibration_against_a_partial_run() ->
     assert below["not_run"] == ["invariant"] and below["unwitnessed"] is False
     assert {w["property"] for w in report["witnesses"] if w["unwitnessed"]} == {"Reaches", "TypeOK"}
     assert strict.returncode == 1  # TypeOK and Reaches still have no calibration anywhere
+
+
+@pytest.mark.tlc
+def test_a_model_file_that_does_not_load_does_not_stop_a_partial_run(tmp_path: Path) -> None:
+    # The witnesses of a partial run read every model file; one that does not load is left out
+    # of them (it is reported when it is selected), and the run's own verdicts stand.
+    import shutil
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    (project / "models" / "broken.yaml").write_text("name: broken\nmodule: [not, a, name\n", encoding="utf-8")
+    run = leaseproof("check", "--root", str(project), "--json", "passing", "invariant")
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(run.stdout)
+    assert {m["name"] for m in report["models"]} == {"passing", "invariant"}
+    selected = leaseproof("check", "--root", str(project), "broken")
+    assert selected.returncode == 2 and "broken.yaml" in selected.stderr, selected.stdout + selected.stderr
