@@ -56,7 +56,7 @@ done
 # --coverage-per-source): an honoured lease in memory and through the scheduler, a rerun, and a
 # stale finisher refused while another node holds the lease. The sims signal in memory on odd
 # seeds (engine sim --signals alternate) and stall some finishing writes past the lease
-# (--stale-fraction); the SQLite run does both in a second run beside the first.
+# (--stale-fraction); the SQLite and MariaDB runs do both, signals in memory in a second run.
 step "engine: seeded simulations"
 try "engine sim" lp engine sim --seeds 20 --workflows 8 --trace-dir "$out/engine-sim"
 # A crash is drawn per simulation step, idle polls included: at 0.01 a run crashed ~2,000 times
@@ -70,7 +70,9 @@ try "engine run on SQLite, signals in memory" lp engine run --nodes 2 --workflow
 
 if reachable "$mysql_url"; then
   step "engine: 2 node processes on MariaDB"
-  try "engine run on MariaDB" lp engine run --nodes 2 --workflows 200 --store "$mysql_url" --trace-dir "$out/engine-mysql"
+  try "engine run on MariaDB" lp engine run --nodes 2 --workflows 200 --stale-fraction 0.5 --store "$mysql_url" --trace-dir "$out/engine-mysql/scheduler-signals"
+  try "engine run on MariaDB, signals in memory" lp engine run --nodes 2 --workflows 100 --seed 1 --stale-fraction 0.5 \
+      --gate-off FORCE_SIGNAL_WORKFLOW_EXEC_IN_SCHEDULER --store "$mysql_url" --trace-dir "$out/engine-mysql/in-memory-signals"
 else
   absent "MySQL at $mysql_url"
 fi
