@@ -298,8 +298,9 @@ class EngineMachine(RuleBasedStateMachine):
                 self.example.drain.append((fit[0], f"signal {inst.wf}", "approve"))
             elif not inst.terminal:
                 self.unapproved.add(inst.wf)  # no node may send it one more signal (see `crash`)
-        self._run_logged(lambda: callers_done() and all(i.terminal for i in self.sim.backend.list_instances())
-                         and not any(f.label.startswith("run:") for f in self.sim.fibers))
+        # The store is read last: the drain asks after every step, and the fibers say no for free.
+        self._run_logged(lambda: callers_done() and not any(f.label.startswith("run:") for f in self.sim.fibers)
+                         and all(i.terminal for i in self.sim.backend.list_instances()))
 
     def teardown(self) -> None:
         try:
