@@ -156,7 +156,7 @@ def _sim(args: argparse.Namespace) -> int:
     base = _gates(args.gate_off)
     faults = Faults(crash=args.crash_rate, pause=args.pause_rate)
     bad = 0
-    print(f"{'seed':>5} {'workflows':>9} {'completed':>9} {'events':>7} {'overlaps':>8} {'crashes':>7} {'pauses':>6}")
+    print(f"{'seed':>5} {'signals':>9} {'workflows':>9} {'completed':>9} {'events':>7} {'overlaps':>8} {'crashes':>7} {'pauses':>6} {'stalls':>6}")
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         in_memory = args.signals == "in-memory" or (args.signals == "alternate" and seed % 2 == 1)
         gates = replace(base, force_signal_workflow_exec_in_scheduler=False) if in_memory else base
@@ -173,5 +173,7 @@ def _sim(args: argparse.Namespace) -> int:
         overlaps = run.sim.monitor.overlaps
         unfinished = run.crashes == 0 and run.completed < args.workflows
         bad += 1 if overlaps or unfinished or run.sim.errors else 0
-        print(f"{seed:>5} {args.workflows:>9} {run.completed:>9} {len(events):>7} {overlaps:>8} {run.crashes:>7} {run.pauses:>6}")
+        stalls = len(run.sim.stalls.stalled) if run.sim.stalls is not None else 0
+        signals = "scheduler" if gates.force_signal_workflow_exec_in_scheduler else "in-memory"
+        print(f"{seed:>5} {signals:>9} {args.workflows:>9} {run.completed:>9} {len(events):>7} {overlaps:>8} {run.crashes:>7} {run.pauses:>6} {stalls:>6}")
     return 1 if bad else 0
