@@ -86,11 +86,22 @@ if lp engine run --nodes 2 --workflows 100 --store "sqlite:///$gates_off/engine-
   echo "record_traces.sh: the fix-off run double-ran nothing this time" >&2
 fi
 
+# Each system twice: seeds with a crash and a close (a node may leave early), and seeds where
+# both nodes stay, so that stale nodes meet live peers (a pause past the lease, a takeover, then
+# the stale node's renewal, release or write refused while the peer holds the entry or guard).
+sims() {  # sims SYSTEM DIR [--redis URL]
+  try "$1 sim $3" lp workqueue sim --system "$1" --seeds 20 --trace-dir "$2" "${@:3}"
+  try "$1 sim, both nodes stay $3" lp workqueue sim --system "$1" --seeds 20 --first-seed 100 --crashes 0 --closes 0 \
+    --trace-dir "$2" "${@:3}"
+}
 step "work queue and command layer: seeded simulations"
-try "workqueue sim" lp workqueue sim --system workqueue --seeds 20 --trace-dir "$out/workqueue-sim"
-try "command sim" lp workqueue sim --system command --seeds 20 --trace-dir "$out/command-sim"
+sims workqueue "$out/workqueue-sim"
+sims command "$out/command-sim"
 
 if reachable "$redis_url"; then
+  step "work queue and command layer: the same seeded simulations on Redis (warped clock)"
+  sims workqueue "$out/workqueue-sim-redis" --redis "$redis_url"
+  sims command "$out/command-sim-redis" --redis "$redis_url"
   step "command layer: 2 consumer processes on Redis"
   try "command run on Redis" lp workqueue run --consumers 2 --commands 50 --redis "$redis_url" --trace-dir "$out/command-redis"
 else

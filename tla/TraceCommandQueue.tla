@@ -434,7 +434,7 @@ GuardMustGo ==
        \/ /\ E.op \in {"guard_renew", "put_if_owner", "guard_release"}
           /\ E.outcome \in {"lost", "refused"}
           /\ guard[K] = Wk
-       \/ /\ E.op \in {"submit_state", "guard_renew", "put_if_owner", "external_call"}
+       \/ /\ E.op \in {"submit_state", "guard_renew", "put_if_owner", "external_call", "cancel"}
           /\ E.state.guard.owner = Nil
 
 \* When the guard may lapse (tla/README.md, Command layer): its TTL has passed by the next
@@ -541,11 +541,26 @@ CallThrows ==
     /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, cmdOf, stale, checked,
                    historyVars, traceVars>>
 
+(*  - LateStatusRead: the reference reads the status in a step of its own after its        *)
+(*    guard_take (impl/workqueue/commands.py), not with it: an attempt whose guard lapsed   *)
+(*    in between reads what the next holder wrote (SUBMITTING: it goes to its call, which   *)
+(*    the owner check refuses). CommandQueue's GuardTake reads the status with the take.    *)
+(*    Only before the attempt's first write (pc "submit"), and only for an attempt that no  *)
+(*    longer holds the guard: a holder reads what it would have read at the take.           *)
+LateStatusRead ==
+    /\ l < Lines /\ AttemptGuard /\ Att # Nil
+    /\ \E w \in Bound(Att) :
+          /\ Running(w) /\ pc[w] = "submit" /\ guard[cmdOf[w]] # w
+          /\ NextPC(status[cmdOf[w]]) # "submit"
+          /\ pc' = [pc EXCEPT ![w] = NextPC(status[cmdOf[w]])]
+    /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, cmdOf, stale, checked,
+                   historyVars, traceVars>>
+
 (*  - LostRenewRunsOn: defined before IsGuardRenew, which uses it.                        *)
 
 (*  - CallRefused: defined before IsExternalCall, which uses it.                          *)
 
-ImplQuirk == CallThrows
+ImplQuirk == CallThrows \/ LateStatusRead
 
 Hidden ==
     \/ HolderStalls \/ GuardLapses \/ Unstall \/ ClientRetries

@@ -317,7 +317,9 @@ Ack(c, e) ==
           /\ UNCHANGED <<leaked, faults>>
        \/ /\ status[e] = "gone"                                      \* acked (no-op)
           /\ UNCHANGED <<status, owner, idle, permits, leaked, faults>>
-       \/ /\ status[e] = "pending" /\ CanFault(AckFailFault)          \* failed
+       \* failed: the connection drops, whether or not the entry is still pending (a stale
+       \* consumer acks an entry a peer took over and acked: found by the seeded simulations)
+       \/ /\ status[e] \in {"pending", "gone"} /\ CanFault(AckFailFault)
           /\ faults' = faults + 1
           \* The old code cleaned up only after a successful ack: the call's record (and its
           \* permit) leaked, renewed by the heartbeat forever, its redeliveries dropped.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -38,26 +39,36 @@ def _add_sim(sub: Any) -> None:
     p.add_argument("--closes", type=int, default=1, help="nodes that may close during a run")
     p.add_argument("--trace-dir", type=Path, default=Path("traces/recorded"))
     p.add_argument("--gate-off", action="append", default=[], metavar="GATE")
+    p.add_argument("--redis", default=None, metavar="URL",
+                   help="run on this real Redis server (a key prefix per seed, its clock warped, durations "
+                        "scaled) instead of the in-memory twin; the same seed takes the same steps")
     p.set_defaults(func=_sim)
 
 
 def _sim(args: argparse.Namespace) -> int:
     import logging
 
-    from impl.workqueue.sim import SimConfig, seeded
+    from impl.workqueue.sim import Server, SimConfig, for_real_server, seeded
+    from impl.workqueue.sim_redis import real_client
 
     logging.getLogger("impl.workqueue").setLevel(logging.ERROR)  # past-max-processing warnings are expected
     config = SimConfig(system=args.system, messages=args.messages, crashes=args.crashes, faults=args.faults, lags=args.lags, closes=args.closes,
                        gates=Gates().off(*args.gate_off))
     tag = "-".join(["sim", args.system, *[f"no_{g}" for g in args.gate_off]])
+    client = real_client(args.redis) if args.redis else None
+    if client is not None:
+        config = for_real_server(config)
     bad = 0
     for seed in range(args.first_seed, args.first_seed + args.seeds):
-        sim = seeded(config, seed)
+        server = Server(client, f"lp-{tag}-seed{seed}-{uuid.uuid4().hex[:8]}") if client is not None else None
+        sim = seeded(config, seed, server)
         out = sim.run()
         path = sim.write_trace(args.trace_dir / f"{tag}-seed{seed}.ndjson", run=f"{tag} seed {seed}")
         if args.system == "command":  # the queue's own view of the same run
             sim.write_trace(args.trace_dir / f"{tag}-seed{seed}-queue.ndjson", run=f"{tag} seed {seed} (queue)",
                             view="workqueue")
+        if server is not None:
+            sim.queue.delete_keys()
         ok = out["duplicate_invocations"] == 0 and out["terminal_changes"] == 0 and out["finished"]
         bad += not ok
         print(f"{'ok  ' if ok else 'FAIL'} seed {seed}: {out['events']} events, {out['reclaims']} reclaims, "

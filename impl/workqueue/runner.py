@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import random
+import threading
 import time
+from collections.abc import Callable
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -51,17 +53,22 @@ class RunConfig:
 
 class ChaosApp:
     """The external system of a run: answers after a short delay; sometimes it outlives the
-    visibility timeout or throws (the delivery is then not done and comes back after a VT)."""
+    visibility timeout or throws (the delivery is then not done and comes back after a VT);
+    and now and then the whole consumer stalls with it (`stall`: the heartbeat too, as in a
+    long GC pause), so that a peer takes over and the stale attempt then meets the live one."""
 
-    def __init__(self, rng: random.Random, vt_ms: int) -> None:
+    def __init__(self, rng: random.Random, vt_ms: int, stall: Callable[[float], None] | None = None) -> None:
         self.rng = rng
         self.vt_s = vt_ms / 1000
+        self.stall = stall
 
     def call(self, cmd: str, payload: str) -> str:
         r = self.rng.random()
-        if r < 0.10:
+        if r < 0.08 and self.stall is not None:
+            self.stall(self.vt_s * 3)  # past the VT and the guard TTL, heartbeat included
+        elif r < 0.14:
             time.sleep(self.vt_s * 1.5)  # longer than the VT: the heartbeat must carry it
-        elif r < 0.20:
+        elif r < 0.24:
             raise RuntimeError(f"external system failed on {cmd}")
         time.sleep(self.rng.uniform(0.0, 0.01))
         return "failed" if r > 0.95 else "succeeded"
@@ -90,14 +97,49 @@ def _consumer_process(url: str, prefix: str, name: str, settings: dict[str, Any]
     queue = QueueStore(client, prefix, url=url)
     cstore = CommandStore(client, prefix, url=url)
     clock = WallClock()
-    proc = CommandProcessor(cstore, name, clock, st, gt, ChaosApp(random.Random(seed), st.visibility_timeout_ms))
-    consumer = Consumer(queue, name, proc.handle, settings=st, gates=gt, clock=clock).start()
+    stalls = Stalls()
+    proc = CommandProcessor(cstore, name, clock, st, gt, ChaosApp(random.Random(seed), st.visibility_timeout_ms,
+                                                                  stalls.stall))
+    consumer = Consumer(queue, name, proc.handle, settings=st, gates=gt, clock=clock)
+    stalls.consumer = consumer
+    consumer.start()
     ready.set()
     stop.wait()
     consumer.close(timeout_s=30)
     # The executor's rejections (a saturated executor: a permit given back just before its
-    # thread ends): not injected, but a fault the trace spec must be given a budget for.
-    counts.put((name, consumer.node.stats["rejected"]))
+    # thread ends): not injected, but a fault the trace spec must be given a budget for; and
+    # the injected stalls, one lapse per invocation each may have left without renewals.
+    counts.put((name, consumer.node.stats["rejected"], stalls.lapses))
+
+
+class Stalls:
+    """Injected stalls of one consumer process: while any handler stalls, the heartbeat is
+    paused; `lapses` counts the invocations each stall may have let lapse (the header's
+    `faults.heartbeat_lag`: a hidden step the trace spec is given a budget for)."""
+
+    def __init__(self) -> None:
+        self.consumer: Consumer | None = None
+        self.lapses = 0
+        self._depth = 0
+        self._lock = threading.Lock()
+
+    def stall(self, seconds: float) -> None:
+        """Stall this handler and the heartbeat for `seconds` (of wall time: a real pause)."""
+        assert self.consumer is not None
+        with self._lock:
+            self._depth += 1
+            self.lapses += len(self.consumer.node.active)
+            self.consumer.heartbeat_paused.set()
+        try:
+            time.sleep(seconds)
+        finally:
+            with self._lock:
+                self._depth -= 1
+                if self._depth == 0:
+                    self.consumer.heartbeat_paused.clear()
+        # The call itself goes on a little after the pause: the heartbeat that resumed renews
+        # first, and learns what the peer took over (a lost renewal, a lost guard).
+        time.sleep(2 * self.consumer.settings.heartbeat_interval_ms / 1000)
 
 
 def run(config: RunConfig) -> dict[str, Any]:
@@ -140,29 +182,31 @@ def run(config: RunConfig) -> dict[str, Any]:
         elapsed = time.monotonic() - t0
     finally:
         stop.set()
-        rejected = 0
+        rejected = lapses = 0
         for _ in procs:
             try:
-                rejected += counts.get(timeout=40)[1]
+                _, r, lapsed = counts.get(timeout=40)
             except Exception:  # a consumer that died reports nothing; its lines still show
                 break
+            rejected, lapses = rejected + r, lapses + lapsed
         for p in procs:
             p.join(40)
             if p.is_alive():
                 p.terminate()
     statuses = {c: cstore.status(c) or "MISSING" for c in cmds}
     external = {c: cstore.external_calls(c) for c in cmds}
-    # A run injects no fault (no crash, lag, failed ack or offer: the fault plan stays empty),
+    # A run injects no crash, failed ack or offer (the fault plan stays empty), only stalls,
     # and its consumers close only after every command is terminal and the stream empty: the
-    # header counts only the executors' rejections, and any lag or stall the trace needs must
-    # show in its own clock (settings.wall_clock, see tla/TraceWorkQueue.tla).
-    faults = recording.fault_counts(queue, reject=rejected)
+    # header counts the executors' rejections and the stalls' lapses; any other lag the trace
+    # needs must show in its own clock (settings.wall_clock, see tla/TraceWorkQueue.tla).
+    faults = recording.fault_counts(queue, reject=rejected, heartbeat_lag=lapses)
+    lagged = ["heartbeat_lag"] if lapses else []
     trace_path = recording.export(Path(config.trace_dir) / f"command-run-{prefix}.ndjson", queue, system="command",
                                   settings=config.settings, gates=config.gates, nodes=["client", *names],
-                                  run=f"workqueue run {prefix}", features=["handler_throws"], faults=faults)
+                                  run=f"workqueue run {prefix}", features=["handler_throws", *lagged], faults=faults)
     queue_path = recording.export(Path(config.trace_dir) / f"workqueue-run-{prefix}.ndjson", queue, system="workqueue",
                                   settings=config.settings, gates=config.gates, nodes=["client", *names],
-                                  run=f"workqueue run {prefix} (queue view)", faults=faults)
+                                  run=f"workqueue run {prefix} (queue view)", features=lagged, faults=faults)
     events = queue.events()
     out = analysis.summary(events, statuses, external)
     out["seconds"] = round(elapsed, 3)

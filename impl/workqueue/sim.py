@@ -136,6 +136,7 @@ class Simulation:
         # spec's `Holds`). Identified by id() of the invocation.
         self.lapsed: set[int] = set()
         self.overlaps = 0
+        self.on_time_beats: list[str] = []  # every heartbeat `elapse` ran, in order
         # The hidden faults injected, by the header's kind (recording.FAULT_KINDS); failed acks
         # and offers are counted by the store's fault plan as they fire.
         self.injected: Counter[str] = Counter()
@@ -232,7 +233,7 @@ class Simulation:
         if self.lags_used < self.config.lags:
             for n in self._live():
                 if n not in self.lagging and self.running[n]:
-                    acts.append(("lag", n))     # n's heartbeat may now run late, past the VT
+                    acts.append(("lag", n))     # n pauses past its leases (see `take`)
         return acts
 
     def _produce(self) -> None:
@@ -294,6 +295,29 @@ class Simulation:
     def _tick(self) -> None:
         self.pass_time(self.config.ticks[self.choose(len(self.config.ticks))])
 
+    def pause_past_lease(self, n: str, *, takeover: bool) -> None:
+        """`n` pauses, its heartbeat too, while its leases and guards run out; its peers
+        heartbeat on time meanwhile and, with `takeover`, poll while they have permits (as they
+        would many times over such a pause) and start what they get, so that a peer may take
+        over what `n` runs. What the stale
+        node does next (a late heartbeat, a handler step, an ack) is up to the chooser."""
+        self.lags_used += 1
+        self.lagging.add(n)
+        st = self.config.settings
+        self.elapse(max(st.visibility_timeout_ms, st.guard_ttl_ms) + st.heartbeat_interval_ms)
+        if not takeover:
+            return
+        for m in self._live():
+            if m == n or m in self.closing:
+                continue
+            for _ in range(st.concurrency):  # a peer with free permits polls, and starts what it gets
+                before = len(self.running[m])
+                self.take(("poll", m))
+                if len(self.running[m]) == before:
+                    break
+                if self.config.system == "command":
+                    self.take(("step", m, len(self.running[m]) - 1))
+
     def elapse(self, ms: int) -> list[str]:
         """`ms` pass, and the heartbeat of every node that is not lagging runs on time (at each
         of its deadlines, as the real consumer's heartbeat thread would); returns the nodes whose
@@ -305,6 +329,7 @@ class Simulation:
                 if n not in self.lagging and self._heartbeats(n) and self.clock.now_ms() >= self.last_hb[n] + hb:
                     self.take(("heartbeat", n))
                     beats.append(n)
+                    self.on_time_beats.append(n)
             if self.clock.now_ms() >= end:
                 return beats
             self.pass_time(end - self.clock.now_ms())
@@ -386,8 +411,7 @@ class Simulation:
             self.closing.add(act[1])
             self.injected["close"] += 1
         elif kind == "lag":
-            self.lags_used += 1
-            self.lagging.add(act[1])
+            self.pause_past_lease(act[1], takeover=True)
         elif kind == "ack_fault":
             self.faults_used += 1
             self.queue.faults.fail("ack", act[1])
@@ -462,7 +486,7 @@ class Simulation:
         return recording.fault_counts(self.queue, **self.injected)
 
 
-def seeded(config: SimConfig, seed: int) -> Simulation:
-    """A simulation whose every choice comes from `random.Random(seed)`."""
+def seeded(config: SimConfig, seed: int, server: Server | None = None) -> Simulation:
+    """A simulation whose every choice comes from `random.Random(seed)` (on `server`, or the twin)."""
     rng = random.Random(seed)
-    return Simulation(config, lambda n: rng.randrange(n), random.Random(seed + 1_000_003))
+    return Simulation(config, lambda n: rng.randrange(n), random.Random(seed + 1_000_003), server)

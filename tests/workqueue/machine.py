@@ -278,17 +278,21 @@ class QueueMachine(RuleBasedStateMachine):
         self._log("-", f"{span} (+{ms} ms)", _beats(self.s.elapse(ms)))
 
     @precondition(lambda self: bool(self._nodes("lag")))
-    @rule(data=st.data())
-    def pause_past_lease(self, data: st.DataObject) -> None:
+    @rule(data=st.data(), takeover=st.booleans())
+    def pause_past_lease(self, data: st.DataObject, takeover: bool) -> None:
         """A node running a handler pauses (its heartbeat too) while time passes its visibility
-        timeout and guard TTL: a stale actor. Its peers heartbeat on time meanwhile; the paused
-        node's next steps (a late heartbeat, a handler step, an ack) are rules of their own."""
+        timeout and guard TTL: a stale actor. Its peers heartbeat on time meanwhile and, with
+        `takeover`, poll and start what they get (its first store step), as they would over
+        such a pause; else a peer's takeover is a rule of its own. The paused node's next
+        steps (a late heartbeat, a handler step, an ack) are rules of their own."""
         node = self._node(data, "lag")
         before = len(self.events())
-        self.s.take(("lag", node))
-        st_ = self.s.config.settings
-        beats = self.s.elapse(max(st_.visibility_timeout_ms, st_.guard_ttl_ms) + st_.heartbeat_interval_ms)
-        self._log(node, "pause past lease", _beats(beats) or self._did(before, node))
+        k = len(self.s.on_time_beats)
+        self.s.pause_past_lease(node, takeover=takeover)
+        peers = [e for e in self._new_events(before) if e["node"] != node]
+        took = ", ".join(f"{e['node']} {e['op']} {e['outcome']}" for e in peers if e["op"] != "renew")
+        self._log(node, "pause past lease" + (", a peer takes over" if takeover else ""),
+                  "; ".join(x for x in (_beats(self.s.on_time_beats[k:]), took) if x))
 
     def _fault(self, data: st.DataObject, kind: str, label: str) -> None:
         node = self._node(data, kind)
@@ -396,9 +400,10 @@ class QueueMachine(RuleBasedStateMachine):
                     self._fail("EveryCommandDone", f"{open_ or ''} {left} entries left once faults stopped")
         finally:
             self._session.__exit__(None, None, None)
-            path = self.stores.dir / f"example{self.example.number}.ndjson"
-            self.s.write_trace(path, run=f"machine-{self.stores.kind}-{self.example.number}")
-            self.example.trace = path.read_text(encoding="utf-8")
+            if self.events():  # an example in which nothing committed has no trace
+                path = self.stores.dir / f"example{self.example.number}.ndjson"
+                self.s.write_trace(path, run=f"machine-{self.stores.kind}-{self.example.number}")
+                self.example.trace = path.read_text(encoding="utf-8")
             if self.s.server is not None:
                 self.s.queue.delete_keys()
 
