@@ -41,7 +41,7 @@ from impl.engine.export import by_workflow, render_workflow
 from impl.engine.model import Gates, Settings
 from impl.engine.node import Handle, ResultUnavailable, WorkflowFailed
 from impl.engine.sim import Simulation
-from impl.engine.urls import open_backend
+from impl.engine.urls import node_backends
 
 LEASE = 1_000
 NODES = ("n1", "n2")
@@ -95,13 +95,9 @@ class Stores:
             shared = MemoryBackend()
             return {n: shared for n in NODES}
         if self.kind == "sqlite":
-            url = f"sqlite:///{self.dir}/example{self.count}.db"
-            first = open_backend(url)
-            return {NODES[0]: first, **{n: open_backend(url, create=False) for n in NODES[1:]}}
+            return node_backends(f"sqlite:///{self.dir}/example{self.count}.db", NODES)
         assert self.mysql_url is not None
-        prefix = f"{self.prefix}{self.count}_"
-        first = open_backend(self.mysql_url, prefix)
-        return {NODES[0]: first, **{n: open_backend(self.mysql_url, prefix, create=False) for n in NODES[1:]}}
+        return node_backends(self.mysql_url, NODES, f"{self.prefix}{self.count}_")
 
     def close(self, backends: dict[str, Backend]) -> None:
         """Drop the example's tables and close every connection."""
@@ -143,12 +139,7 @@ class EngineMachine(RuleBasedStateMachine):
 
     def _pick(self, want: Callable[[str, Any], bool]) -> bool:
         """Take the first of the simulation's current choices that `want` accepts."""
-        choices = self.sim.choices()
-        for i, (kind, what) in enumerate(choices):
-            if want(kind, what):
-                self.sim.step(lambda n, i=i: i)
-                return True
-        return False
+        return self.sim.step_where(want)
 
     # -- callers ---------------------------------------------------------------------------
 
