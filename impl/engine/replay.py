@@ -118,8 +118,11 @@ def engine_config(gates: Mapping[str, bool], constants: Mapping[str, Any]) -> tu
     model gates that have no engine gate (the engine then behaves as if they were on)."""
     kw = {GATES[g]: bool(v) for g, v in gates.items() if g in GATES and not GATES[g].startswith("Settings.")}
     kw["automatic_lease_renewal"] = int(constants.get("MaxRenewals", 1)) > 0
-    notes = [f"{g} is {'on' if v else 'OFF'} in the model; the engine has no such gate: {NO_GATE[g]}"
-             for g, v in sorted(gates.items()) if g in NO_GATE and not (g == "ArmTimerWithSave" and not gates.get("TimerRuns"))]
+    notes = [f"{g} is off in the model, but the engine has no such gate: {NO_GATE[g]}"
+             for g, v in sorted(gates.items()) if g in NO_GATE and not v]
+    always = [g for g, v in sorted(gates.items()) if g in NO_GATE and v and g != "ArmTimerWithSave"]
+    if always:
+        notes.append(f"{', '.join(always)}: no engine gate, always on here as in the model")
     lease = int(constants.get("Lease", 2))
     if lease < 2:
         raise ReplayError(f"Lease {lease}: a replay needs a lease of at least 2 ticks (renewal is one tick ahead)")
