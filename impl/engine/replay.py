@@ -185,11 +185,12 @@ def _drain(r: Runner, prop: str | None) -> str | None:
 LIVENESS = ("EventuallyDone", "CallersAnswered")
 
 
-def replay(schedule: Mapping[str, Any], *, store: str = "memory://", workdir: Path | None = None) -> Replay:
+def replay(schedule: Mapping[str, Any], *, store: str = "memory://", workdir: Path | None = None,
+           prefix: str | None = None) -> Replay:
     """Run `schedule` (from `conformance.replay.map.Schedule.to_json`) on the engine.
 
     `store` is `memory://` (the twin), `sqlite` (a fresh file with one connection per node) or
-    any store URL `open_backend` takes.
+    any store URL `open_backend` takes (MariaDB: its tables under `prefix`, dropped afterwards).
 
     >>> replay({"model": "m", "property": "NoOverlappingRuns", "gates": {}, "constants": {},
     ...         "steps": [{"state": 2, "action": "FireTimer", "node": "n1", "wf": "w1", "slot": None,
@@ -209,11 +210,14 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", workdir: Pa
             result.verdict, result.step = "unmapped", i
             result.reason = f"step {i} RunEnd: a run that sleeps on a timer; impl/engine has no timers (TimerRuns)"
             return result
+    scratch = None
     if store == "sqlite":
-        workdir = workdir or Path(tempfile.mkdtemp(prefix="lp-replay-"))
+        if workdir is None:
+            scratch = tempfile.TemporaryDirectory(prefix="lp-replay-")
+            workdir = Path(scratch.name)
         store = f"sqlite:///{workdir}/replay.db"
     nodes = tuple(schedule.get("constants", {}).get("Nodes", ["n1", "n2"]))
-    backends = node_backends(store, nodes)
+    backends = node_backends(store, nodes, prefix)
     try:
         r = Runner(schedule, backends, gates, settings)
         for i, s in enumerate(steps, 1):
@@ -243,6 +247,8 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", workdir: Pa
             first.drop_schema()
         for b in {id(b): b for b in backends.values()}.values():
             b.close()
+        if scratch is not None:
+            scratch.cleanup()
 
 
 def _describe(s: Mapping[str, Any]) -> str:

@@ -168,3 +168,15 @@ def test_the_map_docstring_example_runs() -> None:
     from conformance.replay import map as replay_map
 
     assert doctest.testmod(replay_map).failed == 0
+
+
+@pytest.mark.mysql
+@pytest.mark.parametrize("name", ["inmem_overlap_unguarded", "pr12_regression", "start_race_seed_renewal",
+                                  "terminal_overwritten"])
+def test_replay_on_mariadb(request, name: str, key_prefix: str) -> None:
+    url = request.getfixturevalue("mysql_url")
+    prefix = "lp_replay_" + key_prefix.rsplit("-", 1)[-1] + "_"
+    off, on = EXPECTED[name]
+    sched = _schedule(name)
+    assert engine_replay.replay(sched.to_json(), store=url, prefix=prefix).verdict == off
+    assert engine_replay.replay(sched.with_guards_on().to_json(), store=url, prefix=prefix).verdict == on
