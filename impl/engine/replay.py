@@ -27,14 +27,16 @@ gates (`GATES`; `NO_GATE` names the model gates the engine has no switch for) an
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping
+import types
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from impl.engine import decide
 from impl.engine.effects import Call
 from impl.engine.errors import ReplayError
-from impl.engine.model import ACTIVE_TASK_STATUSES, Gates, Settings, TaskKey
+from impl.engine.model import ACTIVE_TASK_STATUSES, Gates, Instance, Settings, TaskKey
 from impl.engine.replay_steps import TICK_MS, Blocked, Runner, caller_phase, take_step
 from impl.engine.urls import node_backends
 
@@ -52,10 +54,22 @@ GATES: dict[str, str] = {
     "InMemoryStart": "Settings.in_memory_execution",
 }
 NO_GATE: dict[str, str] = {
-    "RunEndChecksStatus": "store.run_end always requires a RUNNING instance",
     "ResultUnavailable": "a start that queued no copy always fails its future with ResultUnavailable (node.py)",
     "AnswerFromStore": "a run whose save conflicts always answers its node's callers from the store (worker.py)",
     "ArmTimerWithSave": "impl/engine has no timers",
+}
+
+
+
+def _saves_over_version_only(inst: Instance | None, expected_version: int) -> bool:
+    return inst is not None and inst.version == expected_version
+
+
+# Model gates with no engine gate that a swapped pure decision (`Store(decisions=...)`, as the
+# mutants of `mutants.py` do) switches off: the decision, its replacement, what it does.
+SWAPS: dict[str, tuple[str, Callable[..., Any], str]] = {
+    "RunEndChecksStatus": ("decide_run_end", _saves_over_version_only,
+                           "run_end saves over the version it read, whatever the instance's status"),
 }
 UNMAPPED: dict[str, str] = {
     "ArmTimer": "impl/engine has no timers (TimerRuns)",
@@ -101,6 +115,19 @@ class Replay:
         return {"verdict": self.verdict, "property": self.property, "reason": self.reason, "step": self.step,
                 "gates": self.gates, "notes": self.notes,
                 "lines": [{"number": ln.number, "step": ln.step, "outcome": ln.outcome, "rows": ln.rows} for ln in self.lines]}
+
+
+def decisions_for(gates: Mapping[str, bool]) -> tuple[Any, list[str]]:
+    """The store's pure decisions for a model's gates (None: the engine's own), with notes:
+    a model gate of `SWAPS` that is off is switched off by swapping its decision."""
+    off = {g: SWAPS[g] for g, v in sorted(gates.items()) if g in SWAPS and not v}
+    if not off:
+        return None, []
+    names = {n: getattr(decide, n) for n in dir(decide) if not n.startswith("_")}
+    names.update({name: fn for name, fn, _ in off.values()})
+    notes = [f"{g} is off in the model; the engine has no gate for it: its decision {name} is swapped ({what})"
+             for g, (name, _, what) in off.items()]
+    return types.SimpleNamespace(**names), notes
 
 
 def engine_config(gates: Mapping[str, bool], constants: Mapping[str, Any]) -> tuple[Gates, Settings, list[str]]:
@@ -200,6 +227,8 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", workdir: Pa
     prop = schedule.get("property")
     steps = list(schedule["steps"])
     gates, settings, notes = engine_config(schedule.get("gates", {}), schedule.get("constants", {}))
+    decisions, swapped = decisions_for(schedule.get("gates", {}))
+    notes = swapped + notes
     result = Replay("held", prop, "", gates=gates.header(), notes=notes)
     for i, s in enumerate(steps, 1):
         if s["action"] in UNMAPPED:
@@ -219,7 +248,7 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", workdir: Pa
     nodes = tuple(schedule.get("constants", {}).get("Nodes", ["n1", "n2"]))
     backends = node_backends(store, nodes, prefix)
     try:
-        r = Runner(schedule, backends, gates, settings)
+        r = Runner(schedule, backends, gates, settings, decisions)
         for i, s in enumerate(steps, 1):
             name = _describe(s)
             try:

@@ -66,12 +66,14 @@ def _registry(plan: list[tuple[str, int]]) -> Registry:
 class Runner:
     """The state of one replay: the simulation, and which fiber plays which part of the spec."""
 
-    def __init__(self, schedule: Mapping[str, Any], backends: dict[str, Backend], gates: Gates, settings: Settings) -> None:
+    def __init__(self, schedule: Mapping[str, Any], backends: dict[str, Backend], gates: Gates, settings: Settings,
+                 decisions: Any = None) -> None:
         self.c = schedule["constants"]
         self.nodes = tuple(self.c.get("Nodes", ["n1", "n2"]))
         self.steps: list[dict[str, Any]] = list(schedule["steps"])
         self.sim = Simulation(backends[self.nodes[0]], nodes=self.nodes, seed=0, gates=gates, settings=settings,
-                              workflows=_registry(_plan(self.steps)), fetch_loops=False, node_backends=backends)
+                              workflows=_registry(_plan(self.steps)), fetch_loops=False, node_backends=backends,
+                              decisions=decisions)
         self.backend = backends[self.nodes[0]]
         self.tick = 0
         self.callers: dict[tuple[str, str, str], SimFiber] = {}  # (node, "start" | "signal", wf)

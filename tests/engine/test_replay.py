@@ -46,8 +46,9 @@ EXPECTED = {
     "start_retry_stranded_forever": ("reproduced", "blocked"),
     # RecoverStrandedStart off, but RunningIsDriven breaks before the retry the guard acts on.
     "start_retry_unrecovered": ("reproduced", "reproduced"),
+    # RunEndChecksStatus off (no engine gate: its decision is swapped): a late run saves over FAILED.
+    "terminal_overwritten": ("reproduced", "blocked"),
     # Guards with no engine gate (always on): blocked both ways.
-    "terminal_overwritten": ("blocked", "blocked"),
     "inmem_start_late_copy": ("blocked", "blocked"),
     "inmem_start_awaits_unguarded": ("blocked", "blocked"),
     # Findings of the design with every guard on: the engine has them too.
@@ -119,8 +120,15 @@ def test_time_does_not_pass_a_lease_its_holder_is_about_to_renew() -> None:
 
 
 def test_a_gate_with_no_engine_gate_is_named() -> None:
+    got = engine_replay.replay(_schedule("inmem_start_late_copy").to_json())
+    assert any("AnswerFromStore is off in the model, but the engine has no such gate" in n for n in got.notes)
+    assert "answered the caller" in got.reason
+
+
+def test_a_gate_with_no_engine_gate_is_switched_off_by_its_decision() -> None:
     got = engine_replay.replay(_schedule("terminal_overwritten").to_json())
-    assert any("RunEndChecksStatus is off in the model" in n for n in got.notes)
+    assert any("RunEndChecksStatus is off" in n and "decide_run_end is swapped" in n for n in got.notes)
+    assert got.verdict == "reproduced" and "TerminalIsStable: w1 was FAILED, is now COMPLETED" in got.reason
 
 
 def test_an_unexplained_transition_is_an_error() -> None:
@@ -172,7 +180,7 @@ def test_the_map_docstring_example_runs() -> None:
 
 @pytest.mark.mysql
 @pytest.mark.parametrize("name", ["inmem_overlap_unguarded", "pr12_regression", "start_race_seed_renewal",
-                                  "terminal_overwritten"])
+                                  "terminal_overwritten", "inmem_start_late_copy"])
 def test_replay_on_mariadb(request, name: str, key_prefix: str) -> None:
     url = request.getfixturevalue("mysql_url")
     prefix = "lp_replay_" + key_prefix.rsplit("-", 1)[-1] + "_"
