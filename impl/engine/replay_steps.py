@@ -180,7 +180,9 @@ def take_step(r: Runner, s: dict[str, Any]) -> str:
         impl = "created" if not f.done else caller_phase(f)
         want = "created" if d.get("phase") in ("created", "recovering") else "polling"
         if (impl == "created") != (want == "created"):
-            why = ("goes on to schedule it" if impl == "created" else "returns without scheduling")
+            why = ("goes on to schedule it (a RUNNING instance with no live row: the stranded-start recovery)"
+                   if impl == "created" and out == "exists" else
+                   "goes on to schedule it" if impl == "created" else "returns without scheduling")
             raise Blocked(f"the start finds the instance {out} and {why}; in the model it is {d.get('phase')}")
         return f"{out}, caller {impl}"
     if a == "ReadInstance":
