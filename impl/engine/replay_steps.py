@@ -130,9 +130,10 @@ def _args(ev: Any) -> dict[str, Any]:
     return json.loads(a) if isinstance(a, str) else dict(a or {})
 
 
-def _outcome(evs: list[Any], op: str) -> tuple[str | None, dict[str, Any]]:
+def _outcome(evs: list[Any], op: str, wf: str) -> tuple[str | None, dict[str, Any]]:
+    """The outcome and arguments of the last `op` event of `wf` among `evs` (None: no such event)."""
     for ev in reversed(evs):
-        if ev.op == op:
+        if ev.op == op and ev.wf == wf:
             return ev.outcome, _args(ev)
     return None, {}
 
@@ -176,7 +177,7 @@ def take_step(r: Runner, s: dict[str, Any]) -> str:
         r.callers[(n, "start", w)] = f
         r.handles.append((n, w, f))
         r.fiber_call(f, ("create_instance",), f"{n}'s start of {w}")
-        out, _ = _outcome(r.new_events(), "create_instance")
+        out, _ = _outcome(r.new_events(), "create_instance", w)
         impl = "created" if not f.done else caller_phase(f)
         want = "created" if d.get("phase") in ("created", "recovering") else "polling"
         if (impl == "created") != (want == "created"):
@@ -194,7 +195,7 @@ def take_step(r: Runner, s: dict[str, Any]) -> str:
         return "read"
     if a == "UpdateInstance":
         r.fiber_call(r.callers.get((n, "signal", w)), ("update_instance",), f"{n}'s signal of {w}")
-        out, _ = _outcome(r.new_events(), "update_instance")
+        out, _ = _outcome(r.new_events(), "update_instance", w)
         if out != d.get("outcome"):
             raise Blocked(f"the signal's update_instance is {out}; in the model {d.get('outcome')}")
         return str(out)
@@ -206,7 +207,11 @@ def take_step(r: Runner, s: dict[str, Any]) -> str:
         if f.done or not isinstance(f.effect, Call) or f.effect.label != "fetch":
             raise Blocked(f"{n}'s fetch finds no due row of {w} (row: {r.rows()})")
         r.fiber_call(f, ("fetch",), f"{n}'s fetch")
-        out, _ = _outcome(r.new_events(), "fetch")
+        evs = r.new_events()
+        if not f.done or any(e.wf != w for e in evs):
+            raise Blocked(f"{n}'s fetch leases more due rows than {w}'s: the model's Fetch takes one row, "
+                          "the engine's every due row")
+        out, _ = _outcome(evs, "fetch", w)
         if out != "leased":
             raise Blocked(f"{n}'s fetch of {w} leased nothing: another node won the row")
         return "leased"
@@ -259,7 +264,7 @@ def _schedule(r: Runner, s: dict[str, Any]) -> str:
         return "nothing written: a copy is queued here already"
     op = "schedule" if a == "Schedule" else "schedule_in_memory"
     r.fiber_call(f, (op,), f"{n}'s {who} of {w}")
-    out, args = _outcome(r.new_events(), op)
+    out, args = _outcome(r.new_events(), op, w)
     if out == "bumped" and d.get("outcome") == "honoured":
         raise Blocked(f"{n}'s {op} honoured the active lease and bumped the row's version (the bump on an honoured "
                       "lease: its holder's remove will find the rerun recorded); in the model it leaves the row as it is")
@@ -303,7 +308,7 @@ def _run_step(r: Runner, s: dict[str, Any]) -> str:
     r.fiber_call(f, (op,), f"{n}'s run of {w}")
     if a == "RunEnd" and f is not None and not f.done and isinstance(f.effect, Call) and f.effect.label == "read_instance":
         r.fiber_call(f, ("read_instance",), f"{n}'s run of {w}")  # answering its callers from the store
-    out, _ = _outcome(r.new_events(), op)
+    out, _ = _outcome(r.new_events(), op, w)
     if a == "RunEnd":
         if (out == "saved") != bool(d.get("saved")):
             raise Blocked(f"{n}'s run_end is {out}; in the model it {'saves' if d.get('saved') else 'conflicts'}")
