@@ -21,7 +21,7 @@ adapter beside the implementation (`impl/engine/replay.py`) turns into calls on 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from conformance.errors import LeaseproofError
@@ -91,16 +91,17 @@ class Schedule:
     steps: tuple[Step, ...]
     loop_from: int | None = None
     stutters: bool = False
+    guards: tuple[str, ...] = GUARDS  # the gates of this spec that are guards
 
     @property
     def guards_off(self) -> tuple[str, ...]:
-        """The guards this model switches off (`GUARDS`), which `--guard-on` switches back on."""
-        return tuple(g for g in GUARDS if self.gates.get(g) is False)
+        """The guards this model switches off (`guards`), which `--guard-on` switches back on."""
+        return tuple(g for g in self.guards if self.gates.get(g) is False)
 
     def with_guards_on(self) -> Schedule:
         """The same steps with every guard of `guards_off` on again."""
         gates = {**self.gates, **{g: True for g in self.guards_off}}
-        return Schedule(self.model, self.property, self.constants, gates, self.steps, self.loop_from, self.stutters)
+        return replace(self, gates=gates)
 
     def to_json(self) -> dict[str, Any]:
         """The schedule as plain data: what an implementation's adapter reads."""

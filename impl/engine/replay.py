@@ -29,7 +29,6 @@ from __future__ import annotations
 import tempfile
 import types
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from impl.engine.errors import ReplayError
 from impl.engine.model import ACTIVE_TASK_STATUSES, Gates, Instance, Settings, TaskKey
 from impl.engine.replay_steps import TICK_MS, Blocked, Runner, caller_phase, take_step
 from impl.engine.urls import node_backends
+from impl.replay import Line, Replay
 
 DRAIN_STEPS = 20_000
 
@@ -77,44 +77,6 @@ UNMAPPED: dict[str, str] = {
     "FireTimer": "impl/engine has no timers (TimerRuns)",
     "TickPastWindow": "the clock leaving the model's window is a model-checking device: no clock of the engine has one",
 }
-
-
-@dataclass
-class Line:
-    """One replayed step: what the implementation did, and the rows it left."""
-
-    number: int
-    step: str
-    outcome: str
-    rows: str
-
-
-@dataclass
-class Replay:
-    """How a replay ended: `reproduced`, `blocked`, `unmapped` or `held` (ran to the end, and
-    the property held), with the step it ended at, why, and the schedule as replayed."""
-
-    verdict: str
-    property: str | None
-    reason: str
-    step: int | None = None
-    lines: list[Line] = field(default_factory=list)
-    gates: dict[str, bool] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-
-    def table(self) -> str:
-        """The replayed steps as a table (number, step, outcome, rows after)."""
-        width = max((len(ln.step) for ln in self.lines), default=4)
-        wide = max((len(ln.outcome) for ln in self.lines), default=7)
-        out = [f"  {'#':>3}  {'step':<{width}}  {'outcome':<{wide}}  rows after"]
-        out += [f"  {ln.number:>3}  {ln.step:<{width}}  {ln.outcome:<{wide}}  {ln.rows}" for ln in self.lines]
-        return "\n".join(out)
-
-    def to_json(self) -> dict[str, Any]:
-        """The replay as plain data."""
-        return {"verdict": self.verdict, "property": self.property, "reason": self.reason, "step": self.step,
-                "gates": self.gates, "notes": self.notes,
-                "lines": [{"number": ln.number, "step": ln.step, "outcome": ln.outcome, "rows": ln.rows} for ln in self.lines]}
 
 
 def decisions_for(gates: Mapping[str, bool]) -> tuple[Any, list[str]]:
