@@ -20,10 +20,16 @@ from typing import Any
 
 from conformance.errors import LeaseproofError
 from conformance.models.model import Model
-from conformance.replay.map import Schedule, schedule_of
+from conformance.replay.map import Schedule
 
-# The adapter of each replayable TLA+ module: `replay(schedule_json, store=...)`, `NO_GATE`.
-ADAPTERS = {"MCEngine": "impl.engine.replay", "Engine": "impl.engine.replay"}
+# Per replayable TLA+ module: the map that reads its counterexamples (`schedule_of`), and the
+# implementation's adapter (`replay(schedule_json, store=...)`, `NO_GATE`), by module name.
+ADAPTERS = {
+    "MCEngine": ("conformance.replay.map", "impl.engine.replay"),
+    "Engine": ("conformance.replay.map", "impl.engine.replay"),
+    "MCWorkQueue": ("conformance.replay.workqueue_map", "impl.workqueue.replay"),
+    "WorkQueue": ("conformance.replay.workqueue_map", "impl.workqueue.replay"),
+}
 
 
 class NotReplayable(LeaseproofError):
@@ -56,7 +62,7 @@ class Outcome:
 
 def adapter_for(model: Model) -> ModuleType:
     """The implementation's replay adapter for `model`'s module."""
-    name = ADAPTERS.get(model.module)
+    name = ADAPTERS.get(model.module, (None, None))[1]
     if name is None:
         raise NotReplayable(f"{model.name}: no replay adapter for module {model.module} "
                             f"(replayable: {', '.join(sorted(ADAPTERS))})")
@@ -90,7 +96,8 @@ def modes(model: Model, verdict: dict[str, Any], adapter: ModuleType, which: str
         raise NotReplayable(f"{model.name}: TLC's verdict is {verdict.get('kind')}, with no counterexample to replay "
                             "(only a model that fails has one)")
     constants = {k: c.value for k, c in model.constants.items()}
-    sched = schedule_of(model.name, verdict, constants)
+    mapper = importlib.import_module(ADAPTERS[model.module][0])
+    sched = mapper.schedule_of(model.name, verdict, constants)
     no_gate: dict[str, str] = getattr(adapter, "NO_GATE", {})
     off = sched.guards_off
     out: list[Mode] = []

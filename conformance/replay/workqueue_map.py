@@ -70,8 +70,8 @@ def _step(p: Mapping[str, Any], q: Mapping[str, Any], index: int, tick: int) -> 
             outcome = "failed" if faulted else "acked" if p["status"][e] == "pending" else "noop"
             return Step(index, "Ack", c, e, tick=tick, detail={"outcome": outcome})
         for e in sorted(_lost(p, q, "toRelease", c)):
-            touched = q["idle"][e] == 0 and p["status"][e] == "pending" and q["owner"][e] == c \
-                and (p["idle"][e] != 0 or p["owner"][e] != c or True)
+            # Touched: pending, now owned by c and idle 0 (refused: left as it was).
+            touched = p["status"][e] == "pending" and q["owner"][e] == c and q["idle"][e] == 0
             return Step(index, "Release", c, e, tick=tick, detail={"outcome": "touched" if touched else "refused"})
         for e in sorted(_gained(p, q, "checked", c)):
             return Step(index, "RenewCheck", c, e, tick=tick, detail={"outcome": "checked"})

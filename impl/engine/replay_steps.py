@@ -38,8 +38,12 @@ def _plan(steps: list[dict[str, Any]]) -> list[tuple[str, int]]:
                     == (s["node"], s["wf"], s["slot"])), None)
         if end is None:
             plan.append(("completed", 10**9))
-        else:
-            plan.append((end["detail"].get("result", "completed"), (end["tick"] - s["tick"]) * TICK_MS))
+            continue
+        # A renewal in the tick the run ends needs the handler to outlast it: one ms more.
+        key = (s["node"], s["wf"], s["slot"])
+        renews_last = any(r["action"] == "Renew" and (r["node"], r["wf"], r["slot"]) == key and r["tick"] == end["tick"]
+                          and s["state"] < r["state"] < end["state"] for r in steps)
+        plan.append((end["detail"].get("result", "completed"), (end["tick"] - s["tick"]) * TICK_MS + int(renews_last)))
     return plan
 
 
@@ -94,6 +98,8 @@ class Runner:
             if f is None or f.done:
                 raise Blocked(f"{who} has no step pending (its fiber has ended)")
             if isinstance(f.effect, Sleep):
+                if self.now() < f.wake_at < (self.tick + 1) * TICK_MS:
+                    self.sim.clock.advance(f.wake_at - self.now())  # later within this tick
                 if f.wake_at > self.now():
                     raise Blocked(f"{who} sleeps until {f.wake_at} ms (now {self.now()} ms): it has nothing to do yet")
                 self._step(f)
@@ -305,6 +311,10 @@ def _run_step(r: Runner, s: dict[str, Any]) -> str:
     op = {"RunEnd": "run_end", "Renew": "renew", "Remove": "remove",
           "RescheduleRetry": "reschedule_retry", "MarkFailed": "mark_failed"}[a]
     awaiting = [h for (m, v, h) in r.handles if m == n and v == w and caller_phase(h) == "awaiting"]
+    inst = r.backend.read_instance(w)
+    if a == "Renew" and f is not None and isinstance(f.effect, Call) and f.effect.label == "run_end" \
+            and inst is not None and inst.terminal:
+        return "no renewal: a run of a finished workflow has no handler to keep a lease for"
     r.fiber_call(f, (op,), f"{n}'s run of {w}")
     if a == "RunEnd" and f is not None and not f.done and isinstance(f.effect, Call) and f.effect.label == "read_instance":
         r.fiber_call(f, ("read_instance",), f"{n}'s run of {w}")  # answering its callers from the store

@@ -1,0 +1,345 @@
+"""A schedule of `tla/WorkQueue.tla` steps, run on the work queue's nodes (as `impl/engine/replay.py`).
+
+The consumers are `QueueNode`s over one fakeredis server running the real Lua scripts, on a
+virtual clock (`sim_redis.virtual_time`) that moves only at a `Tick` (one tick = `TICK_MS`):
+
+    Offer(e1)              the producer's offer (XADD); e1 is the id it returns
+    ReceiveNew(c1, e1)     c1's poll_and_admit delivers e1 as new, and reserves it (the hand-off)
+    InvokeStart(c1, e1)    c1 starts the handler (invoke_start started)
+    Renew(c1, e1)          c1's heartbeat (c1 must run that one invocation only)
+    RenewCheck(c1, e1)     c1's heartbeat with the non-atomic renewal: the steps up to the
+    ... RenewClaim(c1, e1) matching RenewClaim run inside its hook between the read and the claim
+    InvokeEnd(c1, e1, r)   c1 finishes the call (invoke_end, then ack or release: `finish`)
+
+Close is the threaded `Consumer.close` (consumer.py) as steps: no more polls, and with
+`close_waits_for_handlers` off no more heartbeat. Pause and HeartbeatLag need no hook: the node's leases are left to lapse (it is not stepped,
+and a `Tick` no longer waits for its heartbeat). The spec's timing assumption holds otherwise:
+a `Tick` that would let a protected entry reach the visibility timeout before its heartbeat or
+hand-off is `blocked`. NoOverlappingInvocations and PermitBound are checked after every step
+from the nodes' own active tables; liveness properties are not replayed yet (no drain).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from impl.clock import VirtualClock
+from impl.replay import Line, Replay
+from impl.workqueue.config import Gates, Settings
+from impl.workqueue.core import Invocation
+from impl.workqueue.node import QueueNode
+from impl.workqueue.sim_redis import fake_client, virtual_time
+from impl.workqueue.store import QueueStore
+
+TICK_MS = 1_000
+
+GATES = {
+    "RenewOwnerCheck": "renew_owner_check",
+    "RenewPastMaxProc": "renew_past_max_processing",
+    "InvocationScopedPermits": "invocation_scoped_permits",
+    "AtomicRenew": "atomic_renew",
+    "HeartbeatOn": "heartbeat",
+    "CleanupOnAckFailure": "cleanup_on_ack_failure",
+    "ReclaimRetries": "reclaim_retries",
+    "CloseWaitsForHandlers": "close_waits_for_handlers",
+    "PermitCheck": "permit_bound",
+}
+NO_GATE = {
+    "ReclaimTurn": "the poll order is impl/workqueue/core.py Fairness (one reclaim-first poll in ratio + 1)",
+    "PollFallback": "a poll always falls back to the other source (node.py poll)",
+}
+UNMAPPED = {
+    "UnpaidLag": "a fault the model's budget never paid for is a model-checking device (TypeOK's calibration)",
+    "OfferFresh": "an endless producer's re-offer of an acked slot (EndlessSpec) is not replayed",
+}
+SAFETY = ("NoOverlappingInvocations", "PermitBound")
+
+
+class _Blocked(Exception):
+    """The queue cannot take a step as the schedule has it (the message says why)."""
+
+
+class _Runner:
+    """One replay: the nodes, the model's entries as stream ids, and what each node holds."""
+
+    def __init__(self, schedule: Mapping[str, Any], gates: Gates, settings: Settings) -> None:
+        self.c = schedule["constants"]
+        self.steps: list[dict[str, Any]] = list(schedule["steps"])
+        self.gates, self.settings = gates, settings
+        self.clock = VirtualClock(1_000_000)
+        self.client = fake_client()
+        self.store = QueueStore(self.client, "replay", explicit_ids=True)
+        self.names = tuple(self.c.get("Consumers", ["c1", "c2"]))
+        self.nodes = {n: QueueNode(self.store, n, self.clock, settings, gates) for n in self.names}
+        self.ids: dict[str, str] = {}  # model entry -> stream id
+        self.invs: dict[tuple[str, str], Invocation] = {}  # (consumer, entry): delivered, not ended
+        self.touched: dict[str, int] = {}  # stream id -> when it was last delivered or renewed (ms)
+        self.lagging: set[tuple[str, str]] = set()  # (consumer, entry): its lease may lapse unnoticed
+        self.paused: set[str] = set()
+        self.closing: set[str] = set()  # closed: no more polls; the heartbeat as consumer.py close
+        self.tick = 0
+        self.events = 0
+        self.lines: list[Line] = []  # the replay's lines (the hook of a renewal adds to them)
+        self.done: set[int] = set()  # steps already taken (inside a renewal's hook)
+        self.claim: str | None = None  # set by a non-atomic renewal's hook: its claim's step
+
+    def now(self) -> int:
+        return self.clock.now_ms()
+
+    def new_events(self) -> list[dict[str, Any]]:
+        evs = self.store.events()
+        new, self.events = evs[self.events:], len(evs)
+        return new
+
+    def rows(self) -> str:
+        parts = []
+        for e, i in sorted(self.ids.items()):
+            owner = self.store.pending_owner(i)
+            parts.append(f"{e}: {'pending, owner ' + owner if owner else 'not pending'}")
+        return "; ".join(parts) or "-"
+
+    def entry(self, e: str) -> str:
+        if e not in self.ids:
+            raise _Blocked(f"{e} was never offered")
+        return self.ids[e]
+
+    def up(self, c: str) -> QueueNode:
+        if c in self.paused:
+            raise _Blocked(f"{c} is paused")
+        return self.nodes[c]
+
+
+def _outcome(evs: list[dict[str, Any]], op: str) -> str | None:
+    for ev in reversed(evs):
+        if ev.get("op") == op:
+            return str(ev.get("outcome"))
+    return None
+
+
+def _take(r: _Runner, s: dict[str, Any]) -> str:
+    a, c, e, d = s["action"], s["node"], s["wf"], s["detail"]
+    if a == "Tick":
+        _tick(r)
+        return f"+{TICK_MS} ms"
+    if a == "Offer":
+        r.ids[e] = r.store.offer("producer", r.now(), e)
+        return f"offered as {r.ids[e]}"
+    if a == "Pause":
+        r.paused.add(c)
+        r.lagging |= {(c, x) for (n, x) in r.invs if n == c}
+        return "paused: its leases may lapse"
+    if a == "Close":
+        r.closing.add(c)
+        waits = r.gates.close_waits_for_handlers
+        return "closing: no more polls, " + ("heartbeat on until its calls end" if waits else "heartbeat stopped")
+    if a == "Resume":
+        r.paused.discard(c)
+        return "resumed"
+    if a == "HeartbeatLag":
+        r.lagging.add((c, e))
+        return "its heartbeat runs late"
+    if a == "Crash":
+        r.nodes[c] = QueueNode(r.store, c, r.clock, r.settings, r.gates)
+        r.invs = {k: v for k, v in r.invs.items() if k[0] != c}
+        r.paused.discard(c)
+        return "crashed: its hand-offs and calls are gone"
+    if a in ("ReceiveNew", "Reclaim", "EmptyPoll"):
+        return _poll(r, s)
+    if a == "InvokeStart":
+        inv = r.invs.get((c, e))
+        if inv is None:
+            raise _Blocked(f"{c} holds no hand-off of {e}")
+        node = r.up(c)
+        if d.get("outcome") == "rejected":
+            node.reject(inv)
+            r.invs.pop((c, e))
+            return "rejected"
+        if d.get("outcome") != "started":
+            raise _Blocked(f"{c}'s {e} is {d.get('outcome')} in the model; the node drops a duplicate at its poll")
+        node.start(inv)
+        return "started"
+    if a in ("Renew", "RenewCheck"):
+        return _renew(r, s)
+    if a == "RenewClaim":
+        raise _Blocked(f"{c}'s RenewClaim of {e} has no RenewCheck before it")
+    if a == "InvokeEnd":
+        inv = r.invs.pop((c, e), None)
+        if inv is None or not inv.running:
+            raise _Blocked(f"{c} runs no invocation of {e}")
+        r.up(c).finish(inv, d.get("result", "done"))
+        r.lagging.discard((c, e))
+        evs = r.new_events()
+        return f"ended {d.get('result')}, then {_outcome(evs, 'ack') or _outcome(evs, 'release') or 'nothing'}"
+    if a in ("Ack", "Release"):
+        return "done by the node's finish at InvokeEnd"
+    raise _Blocked(f"no replay for {a}")
+
+
+def _poll(r: _Runner, s: dict[str, Any]) -> str:
+    a, c, e = s["action"], s["node"], s["wf"]
+    if c in r.closing:
+        raise _Blocked(f"{c} is closing: it polls no more")
+    inv = r.up(c).poll_and_admit()
+    if a == "EmptyPoll":
+        if inv is not None:
+            raise _Blocked(f"{c}'s poll delivers {inv.entry}; in the model it finds nothing")
+        return "nothing"
+    if inv is None:
+        raise _Blocked(f"{c}'s poll delivers nothing (no permit, no new entry, none idle for "
+                       f"{r.settings.visibility_timeout_ms} ms){' : ' + r.rows()}")
+    want = "new" if a == "ReceiveNew" else "reclaim"
+    if inv.entry != r.entry(e) or inv.source != want:
+        raise _Blocked(f"{c}'s poll delivers {inv.entry} ({inv.source}); in the model {e} ({want})")
+    r.nodes[c].reserve(inv)
+    r.invs[(c, e)] = inv
+    r.touched[inv.entry] = r.now()
+    return f"delivered ({inv.source}, delivery {inv.deliveries})"
+
+
+def _renew(r: _Runner, s: dict[str, Any]) -> str:
+    a, c, e, d = s["action"], s["node"], s["wf"], s["detail"]
+    node = r.up(c)
+    mine = [k for k, inv in r.invs.items() if k[0] == c and inv.running]
+    if mine != [(c, e)]:
+        raise _Blocked(f"{c}'s heartbeat renews every call it runs ({[k[1] for k in mine]}), not {e} alone")
+    inv = r.invs[(c, e)]
+    if not r.gates.heartbeat:
+        raise _Blocked(f"{c} has no heartbeat (gate heartbeat off): nothing renews {e}")
+    if c in r.closing and not r.gates.close_waits_for_handlers:
+        raise _Blocked(f"{c}'s close stopped its heartbeat (close_waits_for_handlers off)")
+    if a == "RenewCheck":
+        i = r.steps.index(s)
+        j = next((k for k in range(i + 1, len(r.steps)) if r.steps[k]["action"] == "RenewClaim"
+                  and (r.steps[k]["node"], r.steps[k]["wf"]) == (c, e)), None)
+        if j is None:
+            raise _Blocked(f"{c}'s RenewCheck of {e} has no RenewClaim after it")
+        between = r.steps[i + 1:j]
+        if any(b["node"] == c and b["action"] in ("Renew", "RenewCheck", "InvokeEnd") for b in between):
+            raise _Blocked(f"{c} acts on {e} between the read and the claim of its renewal")
+        r.done.add(id(r.steps[j]))  # the heartbeat's claim is the RenewClaim (or an atomic renewal's)
+
+        def hook(entry: str) -> None:
+            r.lines.append(Line(len(r.lines) + 1, _describe(s), f"read: owner {r.store.pending_owner(entry)}", r.rows()))
+            r.claim = _describe(r.steps[j])
+            _run_between(r, between)
+
+        node.between_renew_check_and_claim = hook
+    lost = inv.lost
+    try:
+        node.heartbeat()
+    finally:
+        node.between_renew_check_and_claim = None
+    refused = inv.lost and not lost
+    if not refused:
+        r.touched[inv.entry] = r.now()
+        r.lagging.discard((c, e))
+    want = d.get("outcome")
+    if want == "renewed" and refused:
+        raise _Blocked(f"{c}'s renewal of {e} is refused: a peer owns it (the owner check)")
+    if want == "refused" and not refused:
+        raise _Blocked(f"{c}'s renewal of {e} succeeds; in the model it is refused")
+    return "refused" if refused else "renewed"
+
+
+def _run_between(r: _Runner, steps: list[dict[str, Any]]) -> None:
+    """The steps the schedule puts between a non-atomic renewal's read and its claim."""
+    for s in steps:
+        try:
+            outcome = _take(r, s)
+        except _Blocked as b:
+            raise _Blocked(f"between the read and the claim of the renewal, {_describe(s)}: {b}") from None
+        r.lines.append(Line(len(r.lines) + 1, _describe(s), outcome, r.rows()))
+        r.done.add(id(s))
+
+
+def _tick(r: _Runner) -> None:
+    """One tick, unless it lets an entry whose lease the running process keeps fresh (a
+    prompt hand-off, or a call its heartbeat renews) reach the visibility timeout."""
+    vt, nxt = r.settings.visibility_timeout_ms, r.now() + TICK_MS
+    for (c, e), inv in r.invs.items():
+        if c in r.paused or (c, e) in r.lagging or inv.lost:
+            continue
+        renews = r.gates.heartbeat and (r.gates.close_waits_for_handlers or c not in r.closing) and (
+            r.gates.renew_past_max_processing or r.now() - inv.started_ms < r.settings.max_processing_ms)
+        if (not inv.running or renews) and nxt - r.touched.get(inv.entry, r.now()) >= vt:
+            what = "its heartbeat renews it" if inv.running else "its hand-off is prompt"
+            raise _Blocked(f"time would let {e} idle for the visibility timeout under {c} while {what}")
+    r.tick += 1
+    r.clock.advance(TICK_MS)
+
+
+def _broken(r: _Runner, prop: str | None) -> str | None:
+    if prop == "NoOverlappingInvocations":
+        holders: dict[str, list[str]] = {}
+        for (c, e), inv in r.invs.items():
+            if inv.running and not inv.lost and (c, e) not in r.lagging:
+                holders.setdefault(e, []).append(c)
+        for e, cs in holders.items():
+            if len(cs) > 1:
+                return f"NoOverlappingInvocations: {e} runs on {' and '.join(cs)}, each holding its lease"
+    if prop == "PermitBound":
+        for c, node in r.nodes.items():
+            n = sum(1 for (m, _), inv in r.invs.items() if m == c and inv.running)
+            if n > r.settings.concurrency:
+                return f"PermitBound: {c} runs {n} calls with {r.settings.concurrency} permit(s)"
+    return None
+
+
+def _describe(s: Mapping[str, Any]) -> str:
+    args = ", ".join(x for x in (s.get("node"), s.get("wf")) if x)
+    return f"{s['action']}({args})" if args else s["action"]
+
+
+def queue_config(gates: Mapping[str, bool], constants: Mapping[str, Any]) -> tuple[Gates, Settings, list[str]]:
+    """The queue's gates and settings for a model's, and notes on model gates with no queue gate."""
+    off = [GATES[g] for g, v in gates.items() if g in GATES and not v]
+    notes = [f"{g} is off in the model, but the queue has no such gate: {NO_GATE[g]}"
+             for g, v in sorted(gates.items()) if g in NO_GATE and not v]
+    vt = int(constants.get("VT", 2)) * TICK_MS
+    settings = Settings(visibility_timeout_ms=vt, max_processing_ms=int(constants.get("MaxProc", 1)) * TICK_MS,
+                        concurrency=int(constants.get("Permits", 1)), heartbeat_ms=max(1, vt // 3))
+    return Gates().off(*off), settings, notes
+
+
+def replay(schedule: Mapping[str, Any], *, store: str = "memory://", prefix: str | None = None) -> Replay:
+    """Run `schedule` (from `conformance.replay.workqueue_map`) on the queue's nodes (fakeredis only:
+    its idle times follow the virtual clock)."""
+    prop = schedule.get("property")
+    gates, settings, notes = queue_config(schedule.get("gates", {}), schedule.get("constants", {}))
+    result = Replay("held", prop, "", gates=gates.as_dict(), notes=notes)
+    steps = list(schedule["steps"])
+    for i, s in enumerate(steps, 1):
+        if s["action"] in UNMAPPED:
+            result.verdict, result.step, result.reason = "unmapped", i, f"step {i} {s['action']}: {UNMAPPED[s['action']]}"
+            return result
+    if prop not in SAFETY:
+        result.verdict = "unmapped"
+        result.reason = f"{prop} is a liveness property: the queue's replay has no drain yet"
+        return result
+    if not store.startswith("memory"):
+        notes.append(f"store {store}: the queue replays on fakeredis only (its idle times need the virtual clock)")
+    r = _Runner(schedule, gates, settings)
+    r.lines = result.lines
+    with virtual_time(r.clock):
+        for i, s in enumerate(steps, 1):
+            if id(s) in r.done:
+                continue
+            name = _describe(s)
+            try:
+                outcome = _take(r, s)
+            except _Blocked as b:
+                result.verdict, result.step, result.reason = "blocked", i, f"step {i} {name}: {b}"
+                result.lines.append(Line(len(result.lines) + 1, name, "BLOCKED", r.rows()))
+                return result
+            if r.claim is not None:  # the hook has logged the read and the steps between
+                name, r.claim = r.claim, None
+            elif s["action"] == "RenewCheck":
+                outcome += " (atomic: the owner check and the claim in one script)"
+            result.lines.append(Line(len(result.lines) + 1, name, outcome, r.rows()))
+            broken = _broken(r, prop)
+            if broken:
+                result.verdict, result.step, result.reason = "reproduced", i, f"after step {i} {name}: {broken}"
+                return result
+    result.reason = f"the schedule ran to its end ({len(steps)} steps) and {prop} held"
+    return result

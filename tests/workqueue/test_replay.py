@@ -1,0 +1,87 @@
+"""TLC counterexamples of tla/WorkQueue.tla replayed on the queue's nodes (`leaseproof replay`).
+
+As tests/engine/test_replay.py for the engine: each work-queue calibration's saved
+counterexample (tests/fixtures/replay/workqueue/, `scripts/record_replay_fixtures.sh`) runs on
+`QueueNode`s over fakeredis on a virtual clock; with the model's guard off the property breaks
+on the queue too, with it on the same schedule is `blocked` at the step the guard prevents.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main
+from conformance.models.model import load_model
+from conformance.replay import run as replay_run
+from conformance.replay.workqueue_map import schedule_of
+from impl.workqueue import replay as queue_replay
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "replay" / "workqueue"
+
+# model -> (verdict with the model's gates, with its guards back on, the step that blocks)
+EXPECTED = {
+    "heartbeat_off": ("reproduced", "blocked", "Tick"),
+    "stop_renew_past_max_processing": ("reproduced", "blocked", "Tick"),
+    "close_without_waiting": ("reproduced", "blocked", "Tick"),
+    "no_owner_check": ("reproduced", "blocked", "Renew(c1, e1)"),
+    "nonatomic_renew_lag": ("reproduced", "blocked", "Reclaim(c2, e1)"),
+    "nonatomic_renew_stall": ("reproduced", "blocked", "Reclaim(c2, e1)"),
+    "permit_unbounded": ("reproduced", "blocked", "ReceiveNew(c1, e2)"),
+    # Liveness: the queue's replay has no drain yet.
+    "no_reclaim": ("unmapped", "unmapped", None),
+    "ack_failure_leaks": ("unmapped", "unmapped", None),
+    "no_fallback": ("unmapped", "unmapped", None),
+    "permit_for_message_life": ("unmapped", "unmapped", None),
+    "lagging_claims_back": ("unmapped", "unmapped", None),
+    "never_reclaim_first": ("unmapped", "unmapped", None),
+    # A model-checking device (TypeOK's calibration).
+    "type_unpaid_fault": ("unmapped", "unmapped", None),
+}
+
+
+def _schedule(name: str):
+    model = load_model(ROOT / "models" / "workqueue" / f"{name}.yaml", (ROOT / "tla",))
+    verdict = replay_run.saved_verdict(FIXTURES / f"{name}.json", name)
+    return schedule_of(name, verdict, {k: c.value for k, c in model.constants.items()})
+
+
+def test_every_saved_counterexample_is_in_the_table() -> None:
+    assert sorted(p.stem for p in FIXTURES.glob("*.json")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_replay_gives_the_expected_verdict_both_ways(name: str) -> None:
+    off, on, at = EXPECTED[name]
+    sched = _schedule(name)
+    got = queue_replay.replay(sched.to_json())
+    assert got.verdict == off, f"{name} with its gates: {got.reason}\n{got.table()}"
+    if off == "reproduced":
+        assert got.reason.split(": ", 2)[1].startswith(sched.property)
+    got_on = queue_replay.replay(sched.with_guards_on().to_json())
+    assert got_on.verdict == on, f"{name} with its guards on: {got_on.reason}\n{got_on.table()}"
+    if at is not None:
+        assert got_on.reason.split(": ", 1)[0].endswith(at), got_on.reason
+
+
+def test_the_non_atomic_renewal_runs_the_steps_between_its_read_and_its_claim() -> None:
+    got = queue_replay.replay(_schedule("nonatomic_renew_lag").to_json())
+    assert [ln.step for ln in got.lines][4:9] == [
+        "RenewCheck(c1, e1)", "HeartbeatLag(c1, e1)", "Tick", "Reclaim(c2, e1)", "RenewClaim(c1, e1)"]
+    assert got.lines[7].rows == "e1: pending, owner c2" and got.lines[8].rows == "e1: pending, owner c1"
+
+
+def test_a_replay_is_deterministic() -> None:
+    sched = _schedule("no_owner_check").to_json()
+    first = queue_replay.replay(sched).to_json()
+    assert all(queue_replay.replay(sched).to_json() == first for _ in range(3))
+
+
+def test_cli_replays_a_queue_model(capsys) -> None:
+    rc = main(["replay", "no_owner_check", "--root", str(ROOT), "--from", str(FIXTURES / "no_owner_check.json"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and [(r["mode"], r["verdict"]) for r in out["replays"]] == [("guard off", "reproduced"),
+                                                                               ("guard on", "blocked")]
