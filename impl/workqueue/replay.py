@@ -16,7 +16,11 @@ Close is the threaded `Consumer.close` (consumer.py) as steps: no more polls, an
 and a `Tick` no longer waits for its heartbeat). The spec's timing assumption holds otherwise:
 a `Tick` that would let a protected entry reach the visibility timeout before its heartbeat or
 hand-off is `blocked`. NoOverlappingInvocations and PermitBound are checked after every step
-from the nodes' own active tables; liveness properties are not replayed yet (no drain).
+from the nodes' own active tables. For EveryEntryAcked and IntakeNeverFreezes the schedule is
+followed by a fair drain (faults stop; each tick every live node's handlers return done, its
+heartbeat renews, it polls): an entry still not acked (not delivered) reproduces the property,
+and a drain that finishes everything means the counterexample's endless end cannot happen
+(`blocked`). LaggingLearnsLoss is not replayed (`unmapped`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from impl.clock import VirtualClock
 from impl.replay import Line, Replay
 from impl.workqueue.config import Gates, Settings
 from impl.workqueue.core import Invocation
+from impl.workqueue.errors import StoreFault
 from impl.workqueue.node import QueueNode
 from impl.workqueue.sim_redis import fake_client, virtual_time
 from impl.workqueue.store import QueueStore
@@ -54,6 +59,8 @@ UNMAPPED = {
     "OfferFresh": "an endless producer's re-offer of an acked slot (EndlessSpec) is not replayed",
 }
 SAFETY = ("NoOverlappingInvocations", "PermitBound")
+LIVENESS = ("EveryEntryAcked", "IntakeNeverFreezes")
+DRAIN_ROUNDS = 20
 
 
 class _Blocked(Exception):
@@ -73,6 +80,7 @@ class _Runner:
         self.names = tuple(self.c.get("Consumers", ["c1", "c2"]))
         self.nodes = {n: QueueNode(self.store, n, self.clock, settings, gates) for n in self.names}
         self.ids: dict[str, str] = {}  # model entry -> stream id
+        self.undelivered: set[str] = set()  # stream ids offered and never delivered
         self.invs: dict[tuple[str, str], Invocation] = {}  # (consumer, entry): delivered, not ended
         self.touched: dict[str, int] = {}  # stream id -> when it was last delivered or renewed (ms)
         self.lagging: set[tuple[str, str]] = set()  # (consumer, entry): its lease may lapse unnoticed
@@ -124,6 +132,7 @@ def _take(r: _Runner, s: dict[str, Any]) -> str:
         return f"+{TICK_MS} ms"
     if a == "Offer":
         r.ids[e] = r.store.offer("producer", r.now(), e)
+        r.undelivered.add(r.ids[e])
         return f"offered as {r.ids[e]}"
     if a == "Pause":
         r.paused.add(c)
@@ -167,7 +176,14 @@ def _take(r: _Runner, s: dict[str, Any]) -> str:
         inv = r.invs.pop((c, e), None)
         if inv is None or not inv.running:
             raise _Blocked(f"{c} runs no invocation of {e}")
-        r.up(c).finish(inv, d.get("result", "done"))
+        i = r.steps.index(s)
+        ack = next((x for x in r.steps[i + 1:] if x["action"] == "Ack" and (x["node"], x["wf"]) == (c, e)), None)
+        if ack is not None and ack["detail"].get("outcome") == "failed":
+            r.store.faults.fail("ack", c)
+        try:
+            r.up(c).finish(inv, d.get("result", "done"))
+        except StoreFault:
+            pass  # the planned ack failure (the model's Ack failed)
         r.lagging.discard((c, e))
         evs = r.new_events()
         return f"ended {d.get('result')}, then {_outcome(evs, 'ack') or _outcome(evs, 'release') or 'nothing'}"
@@ -189,8 +205,15 @@ def _poll(r: _Runner, s: dict[str, Any]) -> str:
         raise _Blocked(f"{c}'s poll delivers nothing (no permit, no new entry, none idle for "
                        f"{r.settings.visibility_timeout_ms} ms){' : ' + r.rows()}")
     want = "new" if a == "ReceiveNew" else "reclaim"
+    if want == "new" and inv.source == "new" and inv.entry != r.entry(e) and inv.entry in r.undelivered \
+            and r.ids[e] in r.undelivered:
+        # Undelivered entries are alike in the model (it picks any), the stream gives the oldest:
+        # the model's name goes with the entry delivered.
+        other = next(k for k, v in r.ids.items() if v == inv.entry)
+        r.ids[e], r.ids[other] = r.ids[other], r.ids[e]
     if inv.entry != r.entry(e) or inv.source != want:
         raise _Blocked(f"{c}'s poll delivers {inv.entry} ({inv.source}); in the model {e} ({want})")
+    r.undelivered.discard(inv.entry)
     r.nodes[c].reserve(inv)
     r.invs[(c, e)] = inv
     r.touched[inv.entry] = r.now()
@@ -200,10 +223,12 @@ def _poll(r: _Runner, s: dict[str, Any]) -> str:
 def _renew(r: _Runner, s: dict[str, Any]) -> str:
     a, c, e, d = s["action"], s["node"], s["wf"], s["detail"]
     node = r.up(c)
-    mine = [k for k, inv in r.invs.items() if k[0] == c and inv.running]
-    if mine != [(c, e)]:
-        raise _Blocked(f"{c}'s heartbeat renews every call it runs ({[k[1] for k in mine]}), not {e} alone")
-    inv = r.invs[(c, e)]
+    mine = [inv for inv in node.active.all() if inv.running]  # what its heartbeat renews
+    if not any(inv.entry == r.entry(e) for inv in mine):
+        raise _Blocked(f"{c} runs no call of {e} for its heartbeat to renew")
+    if len(mine) > 1:
+        raise _Blocked(f"{c}'s heartbeat renews every call it runs ({len(mine)}), not {e} alone")
+    inv = mine[0]
     if not r.gates.heartbeat:
         raise _Blocked(f"{c} has no heartbeat (gate heartbeat off): nothing renews {e}")
     if c in r.closing and not r.gates.close_waits_for_handlers:
@@ -286,6 +311,47 @@ def _broken(r: _Runner, prop: str | None) -> str | None:
     return None
 
 
+def _drain(r: _Runner, prop: str | None) -> str:
+    """Faults stop (paused nodes resume) and every live node keeps working, one tick a round:
+    its handlers return done, its heartbeat renews, it polls and starts what it gets. What is
+    still not acked at the end ("" when every offered entry is)."""
+    r.paused.clear()
+    for _ in range(DRAIN_ROUNDS):
+        for c in r.names:
+            node = r.nodes[c]
+            for (m, e), inv in sorted(r.invs.items()):
+                if m != c:
+                    continue
+                if not inv.running:
+                    node.start(inv)
+                try:
+                    node.finish(inv, "done")
+                except StoreFault:
+                    pass  # the ack failed: the entry stays pending
+                r.invs.pop((m, e))
+            node.heartbeat()
+            while c not in r.closing:
+                inv = node.poll_and_admit()
+                if inv is None:
+                    break
+                r.undelivered.discard(inv.entry)
+                node.reserve(inv)
+                node.start(inv)
+                e = next((k for k, v in r.ids.items() if v == inv.entry), inv.entry)
+                r.invs[(c, e)] = inv
+        r.clock.advance(TICK_MS)
+    if prop == "IntakeNeverFreezes":
+        left = sorted(e for e, i in r.ids.items() if i in r.undelivered)
+        return f"{', '.join(left)} never delivered ({DRAIN_ROUNDS} ticks of a fair drain)" if left else ""
+    left = sorted(e for e, i in r.ids.items() if _present(r, i))
+    return f"{', '.join(left)} never acked ({DRAIN_ROUNDS} ticks of a fair drain)" if left else ""
+
+
+def _present(r: _Runner, entry: str) -> bool:
+    """Whether `entry` is still in the stream (acked entries are deleted: XACK + XDEL)."""
+    return bool(r.client.xrange(r.store.stream, min=entry, max=entry))
+
+
 def _describe(s: Mapping[str, Any]) -> str:
     args = ", ".join(x for x in (s.get("node"), s.get("wf")) if x)
     return f"{s['action']}({args})" if args else s["action"]
@@ -313,9 +379,34 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", prefix: str
         if s["action"] in UNMAPPED:
             result.verdict, result.step, result.reason = "unmapped", i, f"step {i} {s['action']}: {UNMAPPED[s['action']]}"
             return result
-    if prop not in SAFETY:
+    for i, s in enumerate(steps, 1):
+        if s["action"] != "InvokeEnd":
+            continue
+        key = (s["node"], s["wf"])
+        j = next((k for k in range(i, len(steps)) if steps[k]["action"] in ("Ack", "Release")
+                  and (steps[k]["node"], steps[k]["wf"]) == key), len(steps))
+        settle = steps[j]["action"] if j < len(steps) else "Ack"
+        scoped = schedule.get("gates", {}).get("InvocationScopedPermits", True)
+
+        def commutes(x: Mapping[str, Any]) -> bool:
+            # Done early, the ack or release changes nothing a step on another entry reads, but
+            # a release changes its entry's idle time, so not a Tick; nor, with permits held for
+            # a message's life, a poll by the same consumer (its permit comes back with the ack).
+            if x["action"] == "Tick":
+                return settle == "Ack"
+            if x["action"] in ("ReceiveNew", "Reclaim", "EmptyPoll") and x["node"] == key[0] and not scoped:
+                return False
+            return x.get("wf") != key[1]
+
+        between = [_describe(x) for x in steps[i:j] if not commutes(x)]
+        if between:
+            result.verdict, result.step = "unmapped", i
+            result.reason = (f"step {i} InvokeEnd{key}: QueueNode.finish ends a call and acks (or releases) it in "
+                             f"one call; the model puts {', '.join(between)} between the two")
+            return result
+    if prop not in SAFETY + LIVENESS:
         result.verdict = "unmapped"
-        result.reason = f"{prop} is a liveness property: the queue's replay has no drain yet"
+        result.reason = f"{prop}: the queue's replay does not follow a lagging invocation to its next heartbeat yet"
         return result
     if not store.startswith("memory"):
         notes.append(f"store {store}: the queue replays on fakeredis only (its idle times need the virtual clock)")
@@ -341,5 +432,15 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", prefix: str
             if broken:
                 result.verdict, result.step, result.reason = "reproduced", i, f"after step {i} {name}: {broken}"
                 return result
+        if prop in LIVENESS:
+            left = _drain(r, prop)
+            if left:
+                result.verdict, result.reason = "reproduced", f"after the schedule and the drain: {prop}: {left}"
+            else:
+                result.verdict = "blocked"
+                result.reason = (f"the counterexample's endless end cannot happen here: after its {len(steps)} steps, "
+                                 f"a fair drain ({DRAIN_ROUNDS} ticks: polls, handlers done, heartbeats) "
+                                 f"{'delivers' if prop == 'IntakeNeverFreezes' else 'acks'} every entry")
+            return result
     result.reason = f"the schedule ran to its end ({len(steps)} steps) and {prop} held"
     return result
