@@ -13,9 +13,9 @@ virtual clock (`sim_redis.virtual_time`) that moves only at a `Tick` (one tick =
 
 Close is the threaded `Consumer.close` (consumer.py) as steps: no more polls, and with
 `close_waits_for_handlers` off no more heartbeat. Pause and HeartbeatLag need no hook: the node's leases are left to lapse (it is not stepped,
-and a `Tick` no longer waits for its heartbeat). The spec's timing assumption holds otherwise:
-a `Tick` that would let a protected entry reach the visibility timeout before its heartbeat or
-hand-off is `blocked`. NoOverlappingInvocations and PermitBound are checked after every step
+and a `Tick` runs no heartbeat for it). The spec's timing assumption holds otherwise: before a
+`Tick` lets a running call's entry idle for the visibility timeout, its node's own heartbeat
+runs (and renews, or not, as the gates say); a hand-off that would lapse is `blocked`. NoOverlappingInvocations and PermitBound are checked after every step
 from the nodes' own active tables. For EveryEntryAcked and IntakeNeverFreezes the schedule is
 followed by a fair drain (faults stop; each tick every live node's handlers return done, its
 heartbeat renews, it polls): an entry still not acked (not delivered) reproduces the property,
@@ -83,6 +83,8 @@ class _Runner:
         self.undelivered: set[str] = set()  # stream ids offered and never delivered
         self.invs: dict[tuple[str, str], Invocation] = {}  # (consumer, entry): delivered, not ended
         self.touched: dict[str, int] = {}  # stream id -> when it was last delivered or renewed (ms)
+        self.touched_by: dict[str, str] = {}  # stream id -> what touched it last
+        self.start = self.clock.now_ms()
         self.lagging: set[tuple[str, str]] = set()  # (consumer, entry): its lease may lapse unnoticed
         self.paused: set[str] = set()
         self.closing: set[str] = set()  # closed: no more polls; the heartbeat as consumer.py close
@@ -128,8 +130,8 @@ def _outcome(evs: list[dict[str, Any]], op: str) -> str | None:
 def _take(r: _Runner, s: dict[str, Any]) -> str:
     a, c, e, d = s["action"], s["node"], s["wf"], s["detail"]
     if a == "Tick":
-        _tick(r)
-        return f"+{TICK_MS} ms"
+        beats = _tick(r)
+        return f"+{TICK_MS} ms" + (f" ({beats})" if beats else "")
     if a == "Offer":
         r.ids[e] = r.store.offer("producer", r.now(), e)
         r.undelivered.add(r.ids[e])
@@ -202,6 +204,10 @@ def _poll(r: _Runner, s: dict[str, Any]) -> str:
             raise _Blocked(f"{c}'s poll delivers {inv.entry}; in the model it finds nothing")
         return "nothing"
     if inv is None:
+        if a == "Reclaim" and e in r.ids and r.ids[e] in r.touched:
+            t, who = r.touched[r.ids[e]], r.touched_by.get(r.ids[e], "?")
+            raise _Blocked(f"{c}'s poll delivers nothing: {e} has been idle {r.now() - t} ms, under the visibility "
+                           f"timeout of {r.settings.visibility_timeout_ms} ms ({who} at {t - r.start} ms)")
         raise _Blocked(f"{c}'s poll delivers nothing (no permit, no new entry, none idle for "
                        f"{r.settings.visibility_timeout_ms} ms){' : ' + r.rows()}")
     want = "new" if a == "ReceiveNew" else "reclaim"
@@ -217,6 +223,7 @@ def _poll(r: _Runner, s: dict[str, Any]) -> str:
     r.nodes[c].reserve(inv)
     r.invs[(c, e)] = inv
     r.touched[inv.entry] = r.now()
+    r.touched_by[inv.entry] = f"delivered to {c}"
     return f"delivered ({inv.source}, delivery {inv.deliveries})"
 
 
@@ -258,6 +265,7 @@ def _renew(r: _Runner, s: dict[str, Any]) -> str:
     refused = inv.lost and not lost
     if not refused:
         r.touched[inv.entry] = r.now()
+        r.touched_by[inv.entry] = f"renewed by {c}"
         r.lagging.discard((c, e))
     want = d.get("outcome")
     if want == "renewed" and refused:
@@ -278,20 +286,35 @@ def _run_between(r: _Runner, steps: list[dict[str, Any]]) -> None:
         r.done.add(id(s))
 
 
-def _tick(r: _Runner) -> None:
-    """One tick, unless it lets an entry whose lease the running process keeps fresh (a
-    prompt hand-off, or a call its heartbeat renews) reach the visibility timeout."""
+def _tick(r: _Runner) -> str:
+    """One tick. Before it lets a running call's entry idle for the visibility timeout, the
+    node's own heartbeat runs (the spec's timing assumption: a heartbeat that is on renews in
+    time), unless the node is paused, the call lags or is lost, or its consumer is closing
+    without waiting (consumer.py close stops the heartbeat). A hand-off that would lapse
+    before its handler starts is `blocked` (the spec's prompt hand-off)."""
     vt, nxt = r.settings.visibility_timeout_ms, r.now() + TICK_MS
-    for (c, e), inv in r.invs.items():
-        if c in r.paused or (c, e) in r.lagging or inv.lost:
+    beats = []
+    for (c, e), inv in sorted(r.invs.items()):
+        if c in r.paused or (c, e) in r.lagging or inv.lost or nxt - r.touched.get(inv.entry, r.now()) < vt:
             continue
-        renews = r.gates.heartbeat and (r.gates.close_waits_for_handlers or c not in r.closing) and (
-            r.gates.renew_past_max_processing or r.now() - inv.started_ms < r.settings.max_processing_ms)
-        if (not inv.running or renews) and nxt - r.touched.get(inv.entry, r.now()) >= vt:
-            what = "its heartbeat renews it" if inv.running else "its hand-off is prompt"
-            raise _Blocked(f"time would let {e} idle for the visibility timeout under {c} while {what}")
+        if not inv.running:
+            raise _Blocked(f"time would let {e} idle for the visibility timeout in {c}'s hand-off, "
+                           "which starts its handler before that")
+        if c in r.closing and not r.gates.close_waits_for_handlers:
+            continue
+        if r.now() < nxt - 1:
+            # At the last ms before the lapse: a call's age then is past MaxProc ticks exactly
+            # when the spec's elapsed has reached MaxProc (Heartbeats: elapsed < MaxProc).
+            r.clock.advance(nxt - 1 - r.now())
+        r.nodes[c].heartbeat()
+        renewed = _outcome(r.new_events(), "renew")
+        if renewed == "renewed":
+            r.touched[inv.entry] = r.now()
+            r.touched_by[inv.entry] = f"renewed by {c}'s heartbeat"
+        beats.append(f"{c}'s heartbeat first: {e} {renewed or 'not renewed'}")
     r.tick += 1
-    r.clock.advance(TICK_MS)
+    r.clock.advance(nxt - r.now())
+    return "; ".join(beats)
 
 
 def _broken(r: _Runner, prop: str | None) -> str | None:
