@@ -89,3 +89,15 @@ def test_cli_replays_a_queue_model(capsys) -> None:
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and [(r["mode"], r["verdict"]) for r in out["replays"]] == [("guard off", "reproduced"),
                                                                                ("guard on", "blocked")]
+
+
+def test_another_run_s_counterexample_of_ack_failure_leaks_is_reproduced_and_blocked() -> None:
+    # TLC's liveness counterexamples differ between runs; this one (kept from another run in
+    # other_runs/) ends the call and fails its ack with only a Tick between, so it replays.
+    model = load_model(ROOT / "models" / "workqueue" / "ack_failure_leaks.yaml", (ROOT / "tla",))
+    verdict = replay_run.saved_verdict(FIXTURES / "other_runs" / "ack_failure_leaks.json", "ack_failure_leaks")
+    sched = schedule_of("ack_failure_leaks", verdict, {k: c.value for k, c in model.constants.items()})
+    got = queue_replay.replay(sched.to_json())
+    assert got.verdict == "reproduced" and "EveryEntryAcked: e1 never acked" in got.reason
+    got_on = queue_replay.replay(sched.with_guards_on().to_json())
+    assert got_on.verdict == "blocked" and "runs no call of e1" in got_on.reason
