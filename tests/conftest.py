@@ -1,7 +1,14 @@
-"""Shared fixtures: real servers, reached or skipped (failed in CI) with a clear reason.
+"""Shared fixtures: real servers, reached or skipped (failed in CI) with a clear reason; and the
+Hypothesis profiles.
 
 On a user's machine a test that needs MySQL or Redis skips when the server is absent; in CI
 (`CI=true`) the same absence fails the test, because CI promises the servers are there.
+
+Profiles: `default` is Hypothesis' own budget (100 examples, up to 50 steps), which the default
+run keeps; `nightly` has ten times the examples and twice the steps, and explores at random
+(not derandomized), for long runs: `HYPOTHESIS_PROFILE=nightly python3 -m pytest -m slow`.
+The engine's stateful tests size their budgets as shares of the loaded profile's
+(`tests/engine/test_stateful.py`, `budget`), so the nightly profile scales them too.
 """
 
 from __future__ import annotations
@@ -11,6 +18,13 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis' own defaults, named: what every run uses unless HYPOTHESIS_PROFILE says otherwise.
+settings.register_profile("default", settings.get_profile("default"))
+settings.register_profile("nightly", max_examples=1_000, stateful_step_count=100, derandomize=False, deadline=None)
+if os.environ.get("HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
 
 MYSQL_URL = os.environ.get("LEASEPROOF_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
 REDIS_URL = os.environ.get("LEASEPROOF_REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -1,7 +1,8 @@
 """`leaseproof traces lint|check`: validate trace files against the schema and the specs.
 
 Exit status of `check`: 0 when every trace was accepted or skipped (and, with --self-test,
-the known traces got their verdicts, every mutant was rejected, and coverage was met); 1
+the known traces got their verdicts, every mutant was rejected, and coverage was met, with
+--coverage-per-source by each source directory by itself); 1
 otherwise (a skip too, with --fail-on-skip, unless --skip-ok matches the trace's path); 2 when
 the command could not run. A trace is skipped only for a feature its system file declares out of
 scope; every skip is listed with its reason.
@@ -19,10 +20,10 @@ from typing import Any
 
 from conformance.check.runner import Tlc
 from conformance.errors import LeaseproofError
-from conformance.report.trace_report import coverage_lines, mutation_lines, summary_line, verdict_json
+from conformance.report.trace_report import coverage_lines, mutation_lines, source_line, summary_line, verdict_json
 from conformance.traces.batch import TRACE_HEAP_MB
 from conformance.traces.check import DEFAULT_BATCH, check_traces
-from conformance.traces.coverage import coverage
+from conformance.traces.coverage import by_source, coverage, source_of
 from conformance.traces.read import DEFAULT_LIMITS, Limits, read_trace_file, trace_files
 from conformance.traces.selftest import check_corpus, check_mutants
 from conformance.traces.system import load_systems
@@ -47,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     check.add_argument("--self-test", action="store_true",
                        help="first check the known-good and known-bad corpus, then reject a mutant of every accepted trace")
     check.add_argument("--no-coverage", action="store_true", help="do not fail when the interesting actions were never seen")
+    check.add_argument("--coverage-per-source", action="store_true",
+                       help="each source (a sub-directory of a directory given, e.g. out/traces/engine-sim; else the "
+                            "directory itself) must meet the coverage guard by itself: one line per source and system")
     check.add_argument("--json", action="store_true", help="print the verdicts as JSON")
     check.add_argument("--batch-size", type=int, default=DEFAULT_BATCH, help=f"traces per TLC run (default {DEFAULT_BATCH})")
     check.add_argument("-w", "--workers", type=int, default=None, help="TLC workers (default: all cores)")
@@ -78,6 +82,31 @@ def _limits(args: argparse.Namespace) -> Limits:
 def skip_failures(verdicts: list[TraceVerdict], allowed: list[str]) -> list[TraceVerdict]:
     """The skipped traces that --fail-on-skip fails: those whose path matches no `allowed` glob."""
     return [v for v in verdicts if v.kind is TraceKind.SKIPPED and not any(fnmatch(v.source, g) for g in allowed)]
+
+
+def _per_source(args: argparse.Namespace, files: list[Path], items: list[Any], verdicts: list[TraceVerdict],
+                systems: dict[str, Any], out: dict[str, Any]) -> bool:
+    """Print one coverage line per source and system (and add them to `out`); whether any
+    source missed a requirement."""
+    accepted: list[tuple[str, Trace]] = []
+    present: dict[str, set[str]] = {}
+    for path, item, v in zip(files, items, verdicts):
+        if not isinstance(item, Trace) or v.kind is TraceKind.SKIPPED or item.system not in systems:
+            continue
+        src = source_of(path, args.paths)
+        present.setdefault(item.system, set()).add(src)
+        if v.kind is TraceKind.ACCEPTED:
+            accepted.append((src, item))
+    out["coverage_per_source"] = []
+    missed = False
+    for name in sorted(present):
+        for cov in by_source(systems[name], accepted, present[name]):
+            out["coverage_per_source"].append({"source": cov.source, "system": name, "accepted": cov.traces,
+                                               "required": cov.required, "missing": cov.missing})
+            missed |= bool(cov.missing)
+            if not args.json:
+                print(source_line(cov))
+    return missed
 
 
 def run_lint(args: argparse.Namespace) -> int:
@@ -159,6 +188,8 @@ def run_check(args: argparse.Namespace) -> int:
             failed = True
             if not args.json:
                 print(f"coverage guard: {name} traces never showed {', '.join(cov.missing)}")
+    if args.coverage_per_source:
+        failed |= _per_source(args, files, items, verdicts, systems, out) and not args.no_coverage
 
     if args.self_test:
         result = check_mutants(accepted, systems, tlc, **opts)

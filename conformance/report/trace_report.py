@@ -45,6 +45,16 @@ def coverage_lines(cov: Coverage) -> list[str]:
     return lines
 
 
+def source_line(cov: Coverage) -> str:
+    """One line per trace source and system: `coverage engine-sim (engine, 160 accepted): ok, 7 of 7
+    required behaviours seen` or `...: MISSING rerun, fetch (5 of 7 seen)`."""
+    met = len(cov.required) - len(cov.missing)
+    head = f"coverage {cov.source} ({cov.system}, {cov.traces} accepted):"
+    if not cov.missing:
+        return f"{head} ok, {met} of {len(cov.required)} required behaviours seen"
+    return f"{head} MISSING {', '.join(cov.missing)} ({met} of {len(cov.required)} seen)"
+
+
 def verdict_json(v: TraceVerdict) -> dict[str, Any]:
     """One trace verdict as JSON."""
     return {

@@ -63,6 +63,9 @@ def load_system(path: Path, tla_dir: Path) -> System:
     named = [("mutations.node_free_ops", op) for op in mutations.get("node_free_ops", ())]
     named += [(f"mutations.equivalent.{i}.{key}", op) for i, d in enumerate(mutations.get("equivalent", ()))
               for key in ("ops", "next") for op in d.get(key, ())]
+    for name, need in data.get("coverage", {}).items():
+        named.append((f"coverage.{name}.op", need["op"]))
+        named += [(f"coverage.{name}.held_by_other", op) for op in need.get("held_by_other", {})]
     for where, op in named:
         if op not in data["ops"]:
             raise SystemFileError(f"{path}: field {where}: {op!r} is not one of the system's ops ({', '.join(data['ops'])})")

@@ -44,6 +44,9 @@ def _add_run(sub: Any) -> None:
                    help="share of workflows that wait for their signal (the rest complete on their first run)")
     p.add_argument("--prefix", default=None,
                    help="table prefix (default: the URL's ?prefix=, else lpe_); the run drops and recreates its tables")
+    p.add_argument("--stale-fraction", type=float, default=0.0,
+                   help="share of long waiting handlers whose node stalls past the lease before the first finishing "
+                        "write, while another node leases the row (a stale actor meets a live one; default 0)")
     p.add_argument("--deadline", type=float, default=300.0, help="seconds before the nodes give up")
     p.add_argument("--gate-off", action="append", default=[], metavar="GATE",
                    help="turn a gate off, e.g. HONOUR_CHECK (repeatable), to show a bug")
@@ -71,6 +74,7 @@ def _run(args: argparse.Namespace) -> int:
         spread_ms=args.spread_ms,
         long_fraction=args.long_fraction,
         waiting_fraction=args.waiting_fraction,
+        stale_fraction=args.stale_fraction,
         deadline_s=args.deadline,
         prefix=args.prefix,
         gates=_gates(args.gate_off),
@@ -130,6 +134,13 @@ def _add_sim(sub: Any) -> None:
     p.add_argument("--pause-rate", type=float, default=0.005, help="chance of a short pause per step")
     p.add_argument("--waiting-fraction", type=float, default=0.5)
     p.add_argument("--long-fraction", type=float, default=0.3)
+    p.add_argument("--stale-fraction", type=float, default=0.5,
+                   help="share of long waiting handlers whose thread stalls past the lease before its first finishing "
+                        "write, while another node leases the row (a stale actor meets a live one; default 0.5)")
+    p.add_argument("--signals", choices=["scheduler", "in-memory", "alternate"], default="alternate",
+                   help="signals schedule through the store (FORCE_SIGNAL_WORKFLOW_EXEC_IN_SCHEDULER), in memory on the "
+                        "signalling node (honoured by the honour check when another node holds the lease), or "
+                        "in memory on odd seeds (default)")
     p.add_argument("--trace-dir", type=Path, default=None, help="where to write the traces")
     p.add_argument("--gate-off", action="append", default=[], metavar="GATE", help="turn a gate off (repeatable)")
     p.set_defaults(func=_sim)
@@ -140,13 +151,18 @@ def _sim(args: argparse.Namespace) -> int:
     from impl.engine.export import by_workflow, engine_header, features
     from impl.engine.simulate import Faults, simulate
 
-    gates = _gates(args.gate_off)
+    from dataclasses import replace
+
+    base = _gates(args.gate_off)
     faults = Faults(crash=args.crash_rate, pause=args.pause_rate)
     bad = 0
-    print(f"{'seed':>5} {'workflows':>9} {'completed':>9} {'events':>7} {'overlaps':>8} {'crashes':>7} {'pauses':>6}")
+    print(f"{'seed':>5} {'signals':>9} {'workflows':>9} {'completed':>9} {'events':>7} {'overlaps':>8} {'crashes':>7} {'pauses':>6} {'stalls':>6}")
     for seed in range(args.first_seed, args.first_seed + args.seeds):
+        in_memory = args.signals == "in-memory" or (args.signals == "alternate" and seed % 2 == 1)
+        gates = replace(base, force_signal_workflow_exec_in_scheduler=False) if in_memory else base
         run = simulate(seed=seed, workflows=args.workflows, gates=gates, faults=faults,
-                       waiting_fraction=args.waiting_fraction, long_fraction=args.long_fraction)
+                       waiting_fraction=args.waiting_fraction, long_fraction=args.long_fraction,
+                       stale_fraction=args.stale_fraction)
         events = run.sim.backend.read_events()
         if args.trace_dir is not None:
             for wf, evs in by_workflow(events).items():
@@ -157,5 +173,7 @@ def _sim(args: argparse.Namespace) -> int:
         overlaps = run.sim.monitor.overlaps
         unfinished = run.crashes == 0 and run.completed < args.workflows
         bad += 1 if overlaps or unfinished or run.sim.errors else 0
-        print(f"{seed:>5} {args.workflows:>9} {run.completed:>9} {len(events):>7} {overlaps:>8} {run.crashes:>7} {run.pauses:>6}")
+        stalls = len(run.sim.stalls.stalled) if run.sim.stalls is not None else 0
+        signals = "scheduler" if gates.force_signal_workflow_exec_in_scheduler else "in-memory"
+        print(f"{seed:>5} {signals:>9} {args.workflows:>9} {run.completed:>9} {len(events):>7} {overlaps:>8} {run.crashes:>7} {run.pauses:>6} {stalls:>6}")
     return 1 if bad else 0

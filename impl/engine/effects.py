@@ -25,6 +25,7 @@ class Call:
 
     fn: Callable[[], Any]
     label: str = ""
+    subject: str = ""  # the workflow a worker's call acts on (a stall plan aims at it: faults.Stalls)
 
 
 @dataclass(frozen=True)
@@ -42,17 +43,23 @@ class Stopped(Exception):
     """Raised into a fiber by `drive` when its driver is shutting down."""
 
 
-def drive(fiber: Fiber[T], sleep: Callable[[int], None] | None = None) -> T:
+def drive(
+    fiber: Fiber[T], sleep: Callable[[int], None] | None = None, stall: Callable[[Call], int] | None = None
+) -> T:
     """Run `fiber` to completion now: calls run at once, sleeps go to `sleep(ms)`.
 
     `sleep` may raise `Stopped` to end the fiber early (the production driver's shutdown).
     Without `sleep`, sleeps are skipped, which suits a test that only wants the steps.
+    `stall(call)` is how many ms the thread stalls before the call (an injected fault).
     """
     value: Any = None
     try:
         effect = next(fiber)
         while True:
             if isinstance(effect, Call):
+                held_up = stall(effect) if stall is not None else 0
+                if held_up > 0 and sleep is not None:
+                    sleep(held_up)
                 value = effect.fn()
             else:
                 if sleep is not None:

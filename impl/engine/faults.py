@@ -84,6 +84,40 @@ class FaultLog:
                 self._counts[wf].update(c)
 
 
+class Stalls:
+    """A plan of injected stalls: the thread that is about to make a workflow's finishing
+    write (`remove`) stalls first, once per workflow, for the planned time (a GC pause, a
+    blocked thread, a slow disk between a handler's end and its last write).
+
+    A stall past the lease lets another node lease the row; the stalled node's remove then
+    meets that live holder and is refused (`lost`): a stale actor meeting a live one. Its
+    lease lapsed under it, which the worker counts itself (a `lapse`), as for any stall.
+    Thread-safe: every driver of a node asks it before each call.
+
+    >>> s = Stalls({"wf1": 1500})
+    >>> from impl.engine.effects import Call
+    >>> [s.before(Call(lambda: None, "remove", "wf1")) for _ in range(2)], s.before(Call(lambda: None, "remove", "wf2"))
+    ([1500, 0], 0)
+    """
+
+    ops = ("remove",)
+
+    def __init__(self, plan: dict[str, int]) -> None:
+        self._left = {wf: ms for wf, ms in plan.items() if ms > 0}
+        self._lock = threading.Lock()
+        self.stalled: list[str] = []  # the workflows whose finishing thread stalled, in order
+
+    def before(self, call: Any) -> int:
+        """How long to stall before `call` (an `effects.Call`): its planned time once, else 0."""
+        if call.label not in self.ops or not call.subject:
+            return 0
+        with self._lock:
+            ms = self._left.pop(call.subject, 0)
+            if ms:
+                self.stalled.append(call.subject)
+            return ms
+
+
 def combined(logs: Iterable[FaultLog], wf: str) -> dict[str, int]:
     """The sum of several logs' counts for `wf` (each log counted once)."""
     total: Counter[str] = Counter()

@@ -25,13 +25,13 @@ from typing import Any
 from impl.clock import WallClock
 from impl.engine.errors import EngineError
 from impl.engine.export import RunFigures, figures, write_traces
-from impl.engine.faults import FaultLog
+from impl.engine.faults import FaultLog, Stalls
 from impl.engine.model import COMPLETED, Gates, Settings
 from impl.engine.node import Node
 from impl.engine.store import Store
 from impl.engine.threads import NodeRuntime
 from impl.engine.urls import open_backend
-from impl.engine.workload import Item, plan, signaller, starter
+from impl.engine.workload import Item, plan, signaller, stale_stall_ms, starter
 
 _START_MARGIN_MS = 1_500  # time for the node processes to import and connect before t0
 
@@ -51,6 +51,7 @@ class RunConfig:
     long_fraction: float = 0.25
     short_work_ms: int = 0
     waiting_fraction: float = 0.5
+    stale_fraction: float = 0.0  # share of long waiting handlers whose first finishing write stalls
     deadline_s: float = 300.0
     prefix: str | None = None  # None: the URL's ?prefix=, else "lpe_"
     run_name: str = "engine-run"
@@ -122,7 +123,9 @@ def _node_main(cfg: RunConfig, name: str, items: list[Item], t0_ms: int, faults_
         store = Store(backend, lease_ms=settings.lease_ms, bump=cfg.gates.bump_task_version_on_honored_lease)
         clock = WallClock()
         node = Node(name, store, clock, gates=cfg.gates, settings=settings)
-        rt = NodeRuntime(node)
+        # The node that starts a workflow runs its first copy: only it stalls before that
+        # copy's finishing write (another node's own first remove must not stall too).
+        rt = NodeRuntime(node, Stalls({i.wf: i.stall_finish_ms for i in items if i.start_node == name}))
         rt.start()
 
         def elapsed() -> int:
@@ -186,6 +189,8 @@ def run_workload(cfg: RunConfig, trace_dir: Path | None) -> RunSummary:
             long_fraction=cfg.long_fraction,
             short_work_ms=cfg.short_work_ms,
             waiting_fraction=cfg.waiting_fraction,
+            stale_fraction=cfg.stale_fraction,
+            stall_ms=stale_stall_ms(cfg.settings()),
         )
         ctx = multiprocessing.get_context("spawn")
         t0 = WallClock().now_ms() + _START_MARGIN_MS

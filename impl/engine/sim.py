@@ -23,7 +23,7 @@ from impl.clock import VirtualClock
 from impl.engine.backend import Backend, MemoryBackend
 from impl.engine.effects import Call, Fiber, Sleep
 from impl.engine.errors import EngineBug
-from impl.engine.faults import FaultLog
+from impl.engine.faults import FaultLog, Stalls
 from impl.engine.model import Gates, Settings
 from impl.engine.monitor import RunMonitor
 from impl.engine.node import Node
@@ -69,6 +69,7 @@ class Simulation:
         start_ms: int = 0,
         decisions: Any = None,
         node_backends: Mapping[str, Backend] | None = None,
+        stalls: Stalls | None = None,
     ) -> None:
         self.gates = gates or Gates()
         self.settings = settings or Settings()
@@ -90,6 +91,9 @@ class Simulation:
         # Hidden faults per workflow, for the trace headers: the crashes injected here, and the
         # lapses the nodes see (one log shared by every node).
         self.faults = FaultLog()
+        # Injected stalls of a thread before some calls (faults.Stalls): the fiber waits, its
+        # node goes on.
+        self.stalls = stalls
         self.node_names = nodes
         self.nodes = {
             n: Node(n, stores.get(n, self.store), self.clock, gates=self.gates, settings=self.settings, workflows=workflows,
@@ -131,6 +135,9 @@ class Simulation:
         f.effect = effect
         if isinstance(effect, Sleep):
             f.wake_at = self.clock.now_ms() + effect.ms
+        elif self.stalls is not None:
+            # A stalled thread: its call is made only once the stall is over.
+            f.wake_at = self.clock.now_ms() + self.stalls.before(effect)
 
     def _usable(self, node: str) -> bool:
         return node not in self.crashed and self.paused_until[node] <= self.clock.now_ms()
@@ -141,7 +148,7 @@ class Simulation:
         for f in self.fibers:
             if f.done or not self._usable(f.node):
                 continue
-            if isinstance(f.effect, Call) or (isinstance(f.effect, Sleep) and f.wake_at <= now):
+            if f.wake_at <= now and isinstance(f.effect, Call | Sleep):
                 choices.append(("fiber", f))
         for n in self.node_names:
             if self._usable(n) and len(self.nodes[n].queue):
@@ -149,7 +156,8 @@ class Simulation:
         return choices
 
     def _next_wake(self) -> int | None:
-        times = [f.wake_at for f in self.fibers if not f.done and isinstance(f.effect, Sleep) and f.node not in self.crashed]
+        times = [f.wake_at for f in self.fibers if not f.done and f.node not in self.crashed
+                 and (isinstance(f.effect, Sleep) or (isinstance(f.effect, Call) and f.wake_at > self.clock.now_ms()))]
         times += [t for n, t in self.paused_until.items() if t > self.clock.now_ms() and n not in self.crashed]
         times = [max(t, self.clock.now_ms()) for t in times]
         return min(times) if times else None

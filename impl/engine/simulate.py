@@ -2,7 +2,8 @@
 
 `simulate(seed=...)` plans a workload (`workload.py`), runs it in a `Simulation` until every
 workflow is terminal (or the step budget ends), injecting crashes and pauses drawn from the
-same seed, and returns the run with its traces. The same arguments give the same traces,
+same seed (and, with `stale_fraction`, a thread's stall before its first finishing write:
+`faults.Stalls`), and returns the run with its traces. The same arguments give the same traces,
 byte for byte.
 """
 
@@ -13,10 +14,11 @@ from typing import Any
 from dataclasses import dataclass, field
 
 from impl.engine.backend import Backend, MemoryBackend
+from impl.engine.faults import Stalls
 from impl.engine.export import RunFigures, by_workflow, figures, render_workflow
 from impl.engine.model import Gates, Settings
 from impl.engine.sim import Simulation
-from impl.engine.workload import Item, plan, signaller, starter
+from impl.engine.workload import Item, plan, signaller, stale_stall_ms, starter
 
 
 @dataclass(frozen=True)
@@ -60,16 +62,18 @@ def simulate(
     faults: Faults = Faults(),
     long_fraction: float = 0.3,
     waiting_fraction: float = 0.5,
+    stale_fraction: float = 0.0,
     max_steps: int = 200_000,
     decisions: Any = None,
 ) -> SimRun:
     """Run `workflows` approvals on `nodes` under `seed`; see the module docstring."""
     settings = settings or Settings()
-    sim = Simulation(
-        backend or MemoryBackend(), nodes=nodes, seed=seed, gates=gates, settings=settings, decisions=decisions
-    )
     items = plan(workflows, list(nodes), seed=seed, lease_ms=settings.lease_ms, spread_ms=2 * settings.lease_ms, long_fraction=long_fraction,
-                 waiting_fraction=waiting_fraction)
+                 waiting_fraction=waiting_fraction, stale_fraction=stale_fraction, stall_ms=stale_stall_ms(settings))
+    stalls = Stalls({i.wf: i.stall_finish_ms for i in items}) if stale_fraction > 0 else None
+    sim = Simulation(
+        backend or MemoryBackend(), nodes=nodes, seed=seed, gates=gates, settings=settings, decisions=decisions, stalls=stalls
+    )
     fault_rng = random.Random(seed ^ 0x5EED)
 
     def elapsed() -> int:

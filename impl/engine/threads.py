@@ -13,14 +13,16 @@ import threading
 from typing import Any
 
 from impl.engine.effects import Fiber, Stopped, drive
+from impl.engine.faults import Stalls
 from impl.engine.node import Node
 
 
 class NodeRuntime:
     """Runs a `Node` with threads until `stop()`."""
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: Node, stalls: Stalls | None = None) -> None:
         self.node = node
+        self.stalls = stalls  # injected stalls of a thread before some calls (faults.Stalls)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -40,7 +42,7 @@ class NodeRuntime:
 
     def _run_fiber(self, fiber: Fiber[Any], box: dict[str, Any]) -> None:
         try:
-            box["value"] = drive(fiber, self._sleep)
+            box["value"] = drive(fiber, self._sleep, self.stalls.before if self.stalls is not None else None)
         except Stopped:
             box["stopped"] = True
         except BaseException as exc:  # kept for the caller; a thread must not die silently

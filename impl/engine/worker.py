@@ -57,7 +57,7 @@ def _lapsed(node: Node, held: Task, meant: int) -> None:
 def _step(node: Node, held: Task, call: Any, label: str, meant: int | None = None) -> Fiber[Any]:
     """One store call on `held`'s lease (meant for now, or for `meant`), counting a lapse."""
     at = node.clock.now_ms() if meant is None else meant
-    value = yield Call(call, label)
+    value = yield Call(call, label, held.task_id)
     _lapsed(node, held, at)
     return value
 

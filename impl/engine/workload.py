@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from impl.engine.effects import Fiber, Sleep
 from impl.engine.errors import UnknownWorkflow
+from impl.engine.model import Settings
 from impl.engine.node import Node
 
 
@@ -28,6 +29,9 @@ class Item:
     signal_at_ms: int
     work_ms: int
     waits: bool = True  # waits for its signal; else it completes on its first fresh run
+    # The thread that makes its first finishing write stalls this long before it (0: never):
+    # past the lease, another node leases the row meanwhile (a stale actor meets a live one).
+    stall_finish_ms: int = 0
 
 
 def plan(
@@ -41,13 +45,23 @@ def plan(
     short_work_ms: int = 0,
     prefix: str = "wf",
     waiting_fraction: float = 1.0,
+    stale_fraction: float = 0.0,
+    stall_ms: int = 0,
 ) -> list[Item]:
     """`n` workflows over `nodes`, starting within `spread_ms`; `long_fraction` of them have a
     handler that runs 1.5 leases (so it must renew), the others `short_work_ms`.
 
     `waiting_fraction` of them wait for their signal; the others complete on their first run
     that is not overtaken by the signal (the only kind `tla/Engine.tla` models).
+
+    `stale_fraction` of the long handlers that wait for their signal stall `stall_ms` before
+    their first finishing write (`Item.stall_finish_ms`), and their signal comes only after
+    that: with `stall_ms` past a lease and a poll, the other node leases the row and runs
+    the handler again (it waits again, for a long handler's time), so the stalled node's remove
+    meets a live holder. Drawn from a generator of its own: the rest of the plan is the same
+    whatever `stale_fraction` is.
     """
+    stale_rng = random.Random(seed ^ 0x57A1E)
     rng = random.Random(seed)
     items = []
     for i in range(n):
@@ -57,6 +71,11 @@ def plan(
         # Signal early enough to land during the first run now and then (the bumped-lease path).
         signal = start + rng.randrange(max(work, lease_ms // 2) + 1)
         waits = rng.random() < waiting_fraction
+        stall = stall_ms if long and waits and stale_rng.random() < stale_fraction else 0
+        if stall:
+            # The signal comes once the other node's run is under way: the stalled remove must
+            # meet that run's lease, not a bump or a finished workflow.
+            signal = max(signal, start + work + stall + lease_ms)
         items.append(
             Item(
                 wf=f"{prefix}{i:05d}",
@@ -66,9 +85,16 @@ def plan(
                 signal_at_ms=signal,
                 work_ms=work,
                 waits=waits,
+                stall_finish_ms=stall,
             )
         )
     return items
+
+
+def stale_stall_ms(settings: Settings) -> int:
+    """How long a stale finisher stalls (`plan`'s `stall_ms`): past what is left of its lease
+    (at most a lease) and three polls, so that another node has leased the row by then."""
+    return settings.lease_ms + 3 * settings.poll_interval_ms
 
 
 def starter(node: Node, item: Item, elapsed: Callable[[], int], *, wait_result: bool = True) -> Fiber[Any]:

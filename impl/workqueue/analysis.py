@@ -153,3 +153,76 @@ def command_order_problems(events: Iterable[Mapping[str, Any]]) -> list[str]:
                                        ("guard_release", "released"), ("guard_release", "lost")}:
             ended.add(attempt)
     return problems
+
+
+def stale_writes(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """CommandQueue.tla's NoStaleWrite, over a trace: every committed state write whose attempt
+    did not own the guard when it committed (the state after shows another owner, or none).
+    Meaningful with the attempt guard on (without it, no write has a guard). One message each."""
+    bad = []
+    for i, ev in enumerate(events, start=1):
+        if ev.get("op") == "put_if_owner" and ev.get("outcome") == "written":
+            attempt = (ev.get("args") or {}).get("attempt")
+            owner = ((ev.get("state") or {}).get("guard") or {}).get("owner")
+            if owner != attempt:
+                bad.append(f"event {i}: {attempt} wrote {(ev.get('args') or {}).get('status')} to {ev.get('cmd')} "
+                           f"while the guard was {owner!r}'s")
+    return bad
+
+
+def restarts(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """CommandQueue.tla's NoRestart: a SUBMITTING write to a command that had been terminal."""
+    terminal: set[str] = set()
+    bad = []
+    for i, ev in enumerate(events, start=1):
+        cmd = ev.get("cmd")
+        command = (ev.get("state") or {}).get("command")
+        if ev.get("op") == "put_if_owner" and ev.get("outcome") == "written" and \
+                (ev.get("args") or {}).get("status") == "SUBMITTING" and cmd in terminal:
+            bad.append(f"event {i}: {cmd} restarted (SUBMITTING) after it was terminal")
+        if isinstance(command, dict) and command.get("status") in TERMINAL and cmd is not None:
+            terminal.add(cmd)
+    return bad
+
+
+def call_windows(events: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """The attempts inside their call window now (CommandQueue.tla's CallWindow), each with its
+    command: opened by a SUBMITTING write or an external call, closed by the PROCESSING write
+    or by the attempt's end (a refused write or call, a lost guard, a release)."""
+    open_: dict[str, str] = {}
+    for ev in events:
+        args = ev.get("args") or {}
+        attempt, cmd, op, outcome = args.get("attempt"), ev.get("cmd"), ev.get("op"), ev.get("outcome")
+        if attempt is None or cmd is None:
+            continue
+        opens = (op == "put_if_owner" and outcome == "written" and args.get("status") == "SUBMITTING") or \
+            (op == "external_call" and outcome == "called")
+        closes = (op == "put_if_owner" and (outcome == "refused" or args.get("status") == "PROCESSING")) or \
+            (op == "external_call" and outcome == "refused") or \
+            (op == "guard_renew" and outcome == "lost") or op == "guard_release"
+        if opens:
+            open_[attempt] = cmd
+        elif closes:
+            open_.pop(attempt, None)
+    return open_
+
+
+def unexplained_calls(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """ExternalOnce as the implementation can keep it (its external system is idempotent by
+    key, CommandQueue.tla's ExternalIdempotent): a command's external call is repeated only
+    after every earlier call failed to finish, i.e. no earlier caller of that command had
+    written PROCESSING (the call's answer) before it. One message per unexplained call."""
+    callers: dict[str, list[str]] = {}
+    answered: set[str] = set()
+    bad = []
+    for i, ev in enumerate(events, start=1):
+        op, cmd = ev.get("op"), ev.get("cmd")
+        args = ev.get("args") or {}
+        if op == "external_call" and ev.get("outcome") == "called":
+            done = [a for a in callers.get(cmd, []) if a in answered]
+            if done:
+                bad.append(f"event {i}: {args.get('attempt')} called {cmd} again after {done[0]} had its answer")
+            callers.setdefault(cmd, []).append(args.get("attempt"))
+        elif op == "put_if_owner" and ev.get("outcome") == "written" and args.get("status") == "PROCESSING":
+            answered.add(args.get("attempt"))
+    return bad

@@ -149,6 +149,7 @@ class CommandProcessor:
             return True  # not a command's message: nothing to do, ack it
         now = self.clock.now_ms
         attempt = self.attempt_ids()
+        inv.attempt = attempt
         lost = [False]
         if self.gates.attempt_guard:
             if not self.store.guard_take(self.node, now(), cmd, attempt, self.settings.guard_ttl_ms):

@@ -74,6 +74,8 @@ class Invocation:
     warned_past_max: bool = False
     lost: bool = False  # a renewal was refused: a peer owns the entry now
     running: bool = False  # invoke_start is recorded: the heartbeat may renew it
+    renewed_ms: int | None = None  # when the heartbeat last renewed the entry (owner-checked)
+    attempt: str | None = None  # a command's delivery: its attempt id, once it has one
     renewers: list[Callable[[], None]] = field(default_factory=list)
 
     def on_heartbeat(self, callback: Callable[[], None]) -> None:

@@ -181,7 +181,9 @@ class QueueNode:
                             else "no longer renewing (gate renew_past_max_processing off)")
             if not self.gates.renew_past_max_processing:
                 return
-        if not self._renew_entry(inv.entry, now):
+        if self._renew_entry(inv.entry, now):
+            inv.renewed_ms = now
+        else:
             inv.lost = True
             self.stats["renew_refused"] += 1
         for renew in list(inv.renewers):

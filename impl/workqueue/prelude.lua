@@ -10,16 +10,18 @@
 -- for `now` after the writes made a fresh renewal look idle for 1 ms, and a stamp read against
 -- the start time could fall before the trace's first `now`; found by TraceWorkQueue on real
 -- Redis runs.)
-local SCRIPT_NOW_MS
-do
-  local t = redis.call('TIME')
-  SCRIPT_NOW_MS = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+--
+-- The last key of every script is the prefix's clock offset (`<prefix>:clock-offset-ms`, see
+-- store.py): absent in production (0), set by a simulation on a real server, which moves time
+-- forward by raising it and ageing the PEL and TTLs alike (sim_redis.RedisTimeWarp).
+local CLOCK_OFFSET_MS = tonumber(redis.call('GET', KEYS[#KEYS]) or '0')
 
 local function fresh_now_ms()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + CLOCK_OFFSET_MS
 end
+
+local SCRIPT_NOW_MS = fresh_now_ms()
 
 local function server_now_ms()
   return SCRIPT_NOW_MS

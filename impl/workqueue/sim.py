@@ -7,6 +7,11 @@ crashes. Time only moves by ticks, and a tick never passes a live node's heartbe
 (a node is never paused past a VT/3 renewal: the fairness assumption `NoLongPauses`); with the
 `heartbeat` or `renew_past_max_processing` gate off, entries lapse under running handlers.
 The same config and the same choices give byte-identical traces.
+
+The store is the in-memory twin (fakeredis, the same Lua) unless a `Server` is given: then the
+same steps run on a real Redis server under the server's own key prefix, with time moved forward
+by `sim_redis.RedisTimeWarp`; use `for_real_server(config)` there, whose durations are far
+above the real milliseconds a step takes, so the run decides as the twin would.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import contextlib
 import random
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +30,10 @@ from impl.workqueue.command_store import CommandStore
 from impl.workqueue.commands import CommandClient, CommandProcessor, counter_ids
 from impl.workqueue.config import Gates, Settings
 from impl.workqueue.core import Invocation
-from impl.workqueue.errors import StoreFault
+from impl.workqueue.errors import StoreFault, UnknownCommand
 from impl.workqueue.node import QueueNode
-from impl.workqueue.sim_redis import fake_client, virtual_time
-from impl.workqueue.store import QueueStore
+from impl.workqueue.sim_redis import RedisTimeWarp, fake_client, virtual_time
+from impl.workqueue.store import GROUP, QueueStore
 
 Chooser = Callable[[int], int]
 START_MS = 1_000_000
@@ -56,6 +61,30 @@ class SimConfig:
     max_steps: int = 600
     handler_steps: int = 3         # a plain handler yields up to this many times (time may pass)
     ticks: tuple[int, ...] = (10, 60, 150)
+
+
+# A simulation on a real server scales every duration by this: a decision flips only if real
+# time between two steps of one example passed the smallest duration (10 s instead of 10 ms).
+REAL_SERVER_SCALE = 1_000
+
+
+def for_real_server(config: SimConfig) -> SimConfig:
+    """`config` with its durations (settings and ticks) scaled for a real server (see
+    `REAL_SERVER_SCALE`). The state TTL stays below 2^31 ms, the integers of TLC."""
+    k, st = REAL_SERVER_SCALE, config.settings
+    settings = replace(st, visibility_timeout_ms=st.visibility_timeout_ms * k, max_processing_ms=st.max_processing_ms * k,
+                       guard_ttl_ms=st.guard_ttl_ms * k, poll_interval_ms=st.poll_interval_ms * k,
+                       heartbeat_ms=st.heartbeat_interval_ms * k, state_ttl_ms=min(st.state_ttl_ms * k, 1_000_000_000))
+    return replace(config, settings=settings, ticks=tuple(t * k for t in config.ticks))
+
+
+@dataclass(frozen=True)
+class Server:
+    """A real Redis server for a simulation: a client, and the key prefix the run owns (its
+    caller deletes the keys after reading the trace: `sim.queue.delete_keys()`)."""
+
+    client: Any
+    prefix: str
 
 
 class SimApp:
@@ -89,8 +118,10 @@ class _Running:
 class Simulation:
     """One simulated run. `run()` returns its summary; `write_trace()` writes its trace."""
 
-    def __init__(self, config: SimConfig, chooser: Chooser, rng: random.Random) -> None:
+    def __init__(self, config: SimConfig, chooser: Chooser, rng: random.Random, server: Server | None = None) -> None:
         self.config = config
+        self.server = server
+        self.warp: RedisTimeWarp | None = None
         self.choose = chooser
         self.rng = rng
         self.clock = VirtualClock(START_MS)
@@ -117,9 +148,13 @@ class Simulation:
     # -- setup --------------------------------------------------------------------------------
     def _setup(self) -> None:
         cfg = self.config
-        self.client = fake_client()
-        self.queue = QueueStore(self.client, "sim", explicit_ids=True)
-        self.cstore = CommandStore(self.client, "sim", faults=self.queue.faults)
+        self.client = fake_client() if self.server is None else self.server.client
+        prefix = "sim" if self.server is None else self.server.prefix
+        self.queue = QueueStore(self.client, prefix, explicit_ids=True)
+        self.cstore = CommandStore(self.client, prefix, faults=self.queue.faults)
+        if self.server is not None:
+            self.warp = RedisTimeWarp(self.client, prefix, self.queue.stream, GROUP)
+            self.warp.start(self.clock.now_ms())
         self.nodes = {n: QueueNode(self.queue, n, self.clock, cfg.settings, cfg.gates) for n in cfg.nodes}
         self.procs = {n: CommandProcessor(self.cstore, n, self.clock, cfg.settings, cfg.gates, SimApp(self.rng),
                                           counter_ids(f"{n}-a")) for n in cfg.nodes}
@@ -148,6 +183,14 @@ class Simulation:
     # -- actions ------------------------------------------------------------------------------
     def _live(self) -> list[str]:
         return [n for n in self.config.nodes if n not in self.dead]
+
+    def live(self) -> list[str]:
+        """The nodes that have not crashed, in config order."""
+        return self._live()
+
+    def finished(self) -> bool:
+        """Whether nothing is left to do: the plan is spent, no handler runs, the stream is empty."""
+        return self._finished()
 
     def _tick_room(self) -> int:
         hb = self.config.settings.heartbeat_interval_ms
@@ -193,12 +236,18 @@ class Simulation:
         return acts
 
     def _produce(self) -> None:
-        kind, name = self.plan.pop(0)
+        self.produce(*self.plan.pop(0))
+
+    def produce(self, kind: str, name: str) -> None:
+        """The producer's step `kind` on `name`: `offer` a message; `submit` a command,
+        `submit_lost` one whose offer fails (the crash between its state write and its offer),
+        or `cancel` it. A caller that decides these itself (a state machine) calls this."""
         now = self.clock.now_ms()
         if kind == "offer":
             self.queue.offer("producer", now, name)
         elif kind == "cancel":
-            self.client_api.cancel(name)
+            with contextlib.suppress(UnknownCommand):  # cancelled before it was submitted
+                self.client_api.cancel(name)
         else:
             if kind == "submit_lost":
                 self.queue.faults.fail("offer", "client")  # the crash between state write and offer
@@ -218,10 +267,7 @@ class Simulation:
             self.injected["reject"] += 1
             node.reject(inv)
             return
-        for m in self._live():
-            for other in self.running[m]:
-                if other.inv.entry == inv.entry and not other.inv.lost and id(other.inv) not in self.lapsed:
-                    self.overlaps += 1
+        self.overlaps += sum(1 for _, other in self.holders() if other.inv.entry == inv.entry)
         node.start(inv)
         if self.config.system == "command":
             gen = self.procs[n].steps(inv)
@@ -246,8 +292,29 @@ class Simulation:
             pass
 
     def _tick(self) -> None:
-        d = self.config.ticks[self.choose(len(self.config.ticks))]
-        self.clock.advance(max(1, min(d, self._tick_room())))
+        self.pass_time(self.config.ticks[self.choose(len(self.config.ticks))])
+
+    def elapse(self, ms: int) -> list[str]:
+        """`ms` pass, and the heartbeat of every node that is not lagging runs on time (at each
+        of its deadlines, as the real consumer's heartbeat thread would); returns the nodes whose
+        heartbeats ran, in order."""
+        end, beats = self.clock.now_ms() + ms, []
+        hb = self.config.settings.heartbeat_interval_ms
+        while True:
+            for n in self._live():
+                if n not in self.lagging and self._heartbeats(n) and self.clock.now_ms() >= self.last_hb[n] + hb:
+                    self.take(("heartbeat", n))
+                    beats.append(n)
+            if self.clock.now_ms() >= end:
+                return beats
+            self.pass_time(end - self.clock.now_ms())
+
+    def pass_time(self, ms: int) -> None:
+        """The clock moves by `ms`, or less: never past a live node's next heartbeat."""
+        step = max(1, min(ms, self._tick_room()))
+        self.clock.advance(step)
+        if self.warp is not None:
+            self.warp.advance(step)
         now, vt = self.clock.now_ms(), self.config.settings.visibility_timeout_ms
         for n in self.lagging:
             if now - self.last_hb[n] >= vt:
@@ -269,6 +336,21 @@ class Simulation:
         self._graveyard.extend(self.running[n])
         self.running[n] = []
 
+    def holders(self) -> list[tuple[str, _Running]]:
+        """The running invocations that hold their entry now (the spec's `Holds`): on a live
+        node, never refused a renewal, and not lapsed under a late heartbeat (or renewed since)."""
+        return [(n, r) for n in self._live() for r in self.running[n]
+                if not r.inv.lost and id(r.inv) not in self.lapsed]
+
+    def end_handler(self, n: str, i: int, result: str) -> None:
+        """Node `n`'s `i`-th running handler returns `result` now (a plain message's handler,
+        for a caller that decides the results itself: a Hypothesis state machine)."""
+        run = self.running[n].pop(i)
+        try:
+            self.nodes[n].finish(run.inv, result)
+        except StoreFault:
+            pass
+
     def _finished(self) -> bool:
         if self.plan or any(self.running[n] for n in self._live()):
             return False
@@ -289,6 +371,9 @@ class Simulation:
         elif kind == "heartbeat":
             self.nodes[act[1]].heartbeat()
             self.last_hb[act[1]] = self.clock.now_ms()
+            for r in self.running[act[1]]:
+                if r.inv.renewed_ms == self.clock.now_ms():
+                    self.lapsed.discard(id(r.inv))  # renewed: it holds its entry again
             self.lagging.discard(act[1])
             self._lapsed_now.pop(act[1], None)
         elif kind == "tick":
@@ -317,7 +402,7 @@ class Simulation:
     def session(self) -> Iterator["Simulation"]:
         """Set up the run and hold the virtual clock for a caller that takes steps itself (a
         Hypothesis state machine); `summary()` afterwards."""
-        with virtual_time(self.clock):
+        with virtual_time(self.clock) if self.server is None else contextlib.nullcontext():
             self._setup()
             try:
                 yield self

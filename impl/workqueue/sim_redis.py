@@ -1,4 +1,5 @@
-"""The in-memory twin: fakeredis running the same Lua scripts, on a virtual clock.
+"""Simulated time on the queue's stores: the in-memory twin (fakeredis running the same Lua
+scripts on a virtual clock) and a real Redis server whose clock is warped forward.
 
 fakeredis 2.41 reads time in three ways: `_helpers.current_time()` (imported by name into its
 stream and hash modules: idle times), `time.time()` in its socket layer (key expiry: guard and
@@ -8,6 +9,14 @@ runs, so idle times, TTLs and traces follow simulated time and replay byte for b
 explicit in simulation anyway, see `QueueStore(explicit_ids=True)`.)
 
 The patch is process-wide, so simulations must not run concurrently in threads of one process.
+
+A real server's clock cannot be set, so `RedisTimeWarp` moves a simulation's time forward the
+other way round: it raises the prefix's clock offset (which every script adds to `TIME`, see
+`prelude.lua`) and ages everything the server times by the same amount: each pending entry's
+idle time (`XCLAIM ... IDLE`, to its own owner, `JUSTID`: the delivery count is kept) and each
+key's TTL. The real milliseconds that pass between steps still count, so a simulation on a real
+server uses durations far above them (`for_real_server`): its decisions are those of the twin,
+its traces' clocks differ from the twin's by those milliseconds.
 """
 
 from __future__ import annotations
@@ -22,7 +31,10 @@ from typing import Any
 
 import fakeredis
 
+import redis
+
 from impl.clock import VirtualClock
+from impl.workqueue.store import clock_offset_key
 
 # (module, attribute) pairs that hold fakeredis' view of the clock.
 _CURRENT_TIME_USERS = (
@@ -86,3 +98,48 @@ def virtual_time(clock: VirtualClock) -> Iterator[None]:
 def fake_client() -> Any:
     """A fresh, private fakeredis server and client (Lua enabled through lupa)."""
     return fakeredis.FakeRedis(server=fakeredis.FakeServer(), decode_responses=False)
+
+
+class RedisTimeWarp:
+    """Simulated time on a real Redis server, for the keys under one prefix (see the module
+    docstring). `start(now_ms)` sets the offset so that the scripts' clock reads `now_ms`;
+    `advance(ms)` moves it and ages the PEL of `stream` and every TTL under the prefix."""
+
+    def __init__(self, client: Any, prefix: str, stream: str, group: str) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.stream = stream
+        self.group = group
+        self.key = clock_offset_key(prefix)
+
+    def server_ms(self) -> int:
+        """The server's own clock, in ms."""
+        secs, micros = self.client.time()
+        return int(secs) * 1000 + int(micros) // 1000
+
+    def start(self, now_ms: int) -> None:
+        """Make the scripts' clock read `now_ms` from here on (plus the real time that passes)."""
+        self.client.set(self.key, now_ms - self.server_ms())
+
+    def advance(self, ms: int) -> None:
+        """Move the scripts' clock forward by `ms`, ageing pending entries and TTLs alike."""
+        if ms <= 0:
+            return
+        self.client.incrby(self.key, ms)
+        for row in self.client.xpending_range(self.stream, self.group, min="-", max="+", count=10_000):
+            self.client.xclaim(self.stream, self.group, row["consumer"], min_idle_time=0,
+                               message_ids=[row["message_id"]], idle=int(row["time_since_delivered"]) + ms,
+                               justid=True)
+        for key in self.client.scan_iter(match=f"{self.prefix}:*", count=1000):
+            ttl = int(self.client.pttl(key))
+            if ttl < 0:
+                continue  # no TTL (or gone meanwhile)
+            if ttl <= ms:
+                self.client.delete(key)  # it expires while time passes, as the server would do
+            else:
+                self.client.pexpire(key, ttl - ms)
+
+
+def real_client(url: str) -> Any:
+    """A client of the Redis server at `url` (bytes replies, as the twin's)."""
+    return redis.Redis.from_url(url, decode_responses=False, socket_timeout=10)

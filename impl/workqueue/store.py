@@ -48,6 +48,8 @@ class Steps:
         self.url = url
         self.faults = faults or FaultPlan()
         self.trace_key = f"{prefix}:trace"
+        # Every script's last key: a simulation's clock offset on a real server (prelude.lua).
+        self.clock_key = clock_offset_key(prefix)
         self._scripts = {name: client.register_script(scripts.source(name)) for name in scripts.NAMES}
 
     def run(self, name: str, op: str, node: str, keys: list[str], args: list[Any], *, faults: bool = True) -> Any:
@@ -56,7 +58,7 @@ class Steps:
         if faults:
             self.faults.check(op, node)
         try:
-            return self._scripts[name](keys=keys, args=args)
+            return self._scripts[name](keys=[*keys, self.clock_key], args=args)
         except redis.exceptions.ConnectionError as exc:
             raise RedisUnreachable(
                 f"Redis at {self.url} does not answer during {op}; start it or pass another --redis URL"
@@ -64,15 +66,21 @@ class Steps:
         except redis.exceptions.TimeoutError as exc:
             raise StoreFault(f"{op} by {node} timed out at {self.url}; it may or may not have committed") from exc
 
-    def events(self) -> list[dict[str, Any]]:
-        """Every recorded trace event so far, in the server's commit order."""
-        raw = self.client.lrange(self.trace_key, 0, -1)
+    def events(self, start: int = 0) -> list[dict[str, Any]]:
+        """Every recorded trace event so far (from the `start`-th on), in the server's commit order."""
+        raw = self.client.lrange(self.trace_key, start, -1)
         return [normalise(json.loads(item)) for item in raw]
 
     def delete_keys(self) -> int:
         """Delete every key under this prefix (tests and runs clean up after themselves)."""
         keys = list(self.client.scan_iter(match=f"{self.prefix}:*", count=1000))
         return self.client.delete(*keys) if keys else 0
+
+
+def clock_offset_key(prefix: str) -> str:
+    """The key whose integer value (ms) the scripts add to the server's clock: absent (0) except
+    in a simulation on a real server (`sim_redis.RedisTimeWarp`)."""
+    return f"{prefix}:clock-offset-ms"
 
 
 def normalise(value: Any) -> Any:

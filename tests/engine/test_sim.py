@@ -79,3 +79,110 @@ def test_a_crash_counts_for_the_workflows_the_node_held_and_no_others() -> None:
     assert sim.faults.of("held") == {"crash": 1}
     assert sim.faults.of("elsewhere") == {}
     assert sim.crashes == 2
+
+
+# -- a stale actor meets a live one (faults.Stalls), and the sims meet the coverage guard ------
+
+
+def stale_finishes(run) -> list[dict]:
+    """The refused removes (`lost`) of a run made while another node held the row's lease: the
+    row RUNNING and not yet due, last leased (fetched or renewed) by another node."""
+    out, holder = [], {}
+    for e in (x.line() for x in run.sim.backend.read_events()):
+        if (e["op"], e["outcome"]) in {("fetch", "leased"), ("renew", "renewed")}:
+            holder[e["wf"]] = e["node"]
+        task = e["state"]["task"]
+        if (e["op"], e["outcome"]) == ("remove", "lost") and task and task["status"] == "RUNNING" \
+                and task["run_after"] > e["now"] and holder.get(e["wf"]) not in (None, e["node"]):
+            out.append(e)
+    return out
+
+
+def test_a_stalled_finisher_meets_another_nodes_live_lease_and_counts_its_lapse() -> None:
+    runs = [simulate(seed=s, workflows=8, stale_fraction=1.0) for s in SEEDS]
+    assert all(r.sim.monitor.overlaps == 0 and r.sim.errors == [] and r.completed == 8 for r in runs)
+    stale = [(r, e) for r in runs for e in stale_finishes(r)]
+    assert len(stale) >= 3
+    for r, e in stale:
+        assert e["wf"] in r.sim.stalls.stalled
+        # The lease lapsed under the stalled thread: its node counted it, for the trace header.
+        assert r.sim.faults.of(e["wf"]).get("lapse", 0) >= 1
+    # Without stalls the same workload never shows it: the stall is what reaches it.
+    assert not any(stale_finishes(simulate(seed=s, workflows=8)) for s in SEEDS)
+
+
+def test_a_stalled_call_waits_and_the_node_goes_on() -> None:
+    from impl.engine.effects import Call
+    from impl.engine.faults import Stalls
+    from impl.engine.sim import Simulation
+
+    done: list[int] = []
+    sim = Simulation(seed=0, fetch_loops=False, stalls=Stalls({"wf": 500}))
+
+    def fiber(label: str, subject: str):
+        yield Call(lambda: done.append(sim.clock.now_ms()), label, subject)
+
+    sim.spawn("n1", fiber("remove", "wf"), "stalled")
+    sim.spawn("n1", fiber("remove", "other"), "free")
+    assert sim.run_until(lambda: len(done) == 2)
+    assert done == [0, 500]
+
+
+def test_stalls_keep_the_simulation_deterministic() -> None:
+    a = simulate(seed=6, workflows=6, stale_fraction=1.0, faults=Faults(pause=0.01))
+    b = simulate(seed=6, workflows=6, stale_fraction=1.0, faults=Faults(pause=0.01))
+    assert a.traces == b.traces and a.sim.stalls.stalled
+
+
+def test_the_plan_is_the_same_whatever_the_stale_fraction_save_the_stalls() -> None:
+    from dataclasses import replace
+
+    from impl.engine.workload import plan
+
+    plain = plan(40, ["n1", "n2"], seed=3, lease_ms=1000)
+    stale = plan(40, ["n1", "n2"], seed=3, lease_ms=1000, stale_fraction=1.0, stall_ms=1150)
+    assert any(i.stall_finish_ms for i in stale)
+    assert [replace(i, stall_finish_ms=0, signal_at_ms=0) for i in stale] == [replace(i, signal_at_ms=0) for i in plain]
+    assert all(i.work_ms > 0 and i.waits for i in stale if i.stall_finish_ms)
+
+
+def test_the_seeded_sims_of_record_traces_meet_the_engine_coverage_guard_by_themselves(tmp_path) -> None:
+    # What scripts/record_traces.sh records as engine-sim, and as engine-sim-faults: each must
+    # reach every requirement of traces/systems/engine.yaml by itself (counted here without
+    # TLC; tests/engine/test_trace_validation.py checks that such traces are accepted).
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from conformance.traces.coverage import coverage
+    from conformance.traces.read import read_trace_file, trace_files
+    from conformance.traces.system import load_systems
+
+    root = Path(__file__).resolve().parents[2]
+    engine = load_systems(root)["engine"]
+    sources = {"engine-sim": ["--seeds", "20", "--workflows", "8"],
+               "engine-sim-faults": ["--seeds", "20", "--first-seed", "100", "--workflows", "8", "--crash-rate", "0.0005",
+                                     "--pause-rate", "0.02", "--stale-fraction", "1.0"]}
+    script = (root / "scripts" / "record_traces.sh").read_text()
+    for name, args in sources.items():
+        assert f"lp engine sim {' '.join(args)} --trace-dir \"$out/{name}\"" in script, name
+        subprocess.run([sys.executable, "-m", "conformance.cli", "engine", "sim", *args, "--trace-dir", str(tmp_path / name)],
+                       check=True, capture_output=True, cwd=root)
+        traces = [read_trace_file(p) for p in trace_files([tmp_path / name])]
+        assert coverage(engine, traces).missing == [], name
+
+
+def test_the_threads_driver_stalls_before_the_planned_call_once() -> None:
+    from impl.engine.effects import Call, drive
+    from impl.engine.faults import Stalls
+
+    slept: list[tuple[int, list[str]]] = []
+    calls: list[str] = []
+
+    def fiber():
+        for label in ("renew", "remove", "remove"):
+            yield Call(lambda label=label: calls.append(label), label, "wf")
+
+    drive(fiber(), lambda ms: slept.append((ms, list(calls))), Stalls({"wf": 700}).before)
+    assert slept == [(700, ["renew"])]  # before the first remove, and only then
+    assert calls == ["renew", "remove", "remove"]

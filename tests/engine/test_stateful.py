@@ -33,12 +33,25 @@ FIX_OFF = Gates(honour_check=False, force_signal_workflow_exec_in_scheduler=Fals
 MAX_RULES = 12
 
 
+# What the numbers below are shares of: Hypothesis' default profile (tests/conftest.py).
+DEFAULT_EXAMPLES, DEFAULT_STEPS = 100, 50
+
+
+def nightly() -> bool:
+    """Whether the nightly profile is loaded (HYPOTHESIS_PROFILE=nightly)."""
+    return settings.default is settings.get_profile("nightly")
+
+
 def budget(examples: int, **kw: object) -> settings:
-    """The default run is derandomized: the same examples every run, so a verdict never depends
-    on luck (`-m slow` explores at random, at length)."""
-    kw.setdefault("derandomize", True)
-    kw.setdefault("stateful_step_count", 30)
-    return settings(max_examples=examples, deadline=None, database=None,
+    """`examples` (and 30 rules an example) under the default profile, scaled by the loaded
+    profile's budget (nightly: ten times the examples, twice the rules). The default run is
+    derandomized: the same examples every run, so a verdict never depends on luck; the nightly
+    profile explores at random, as does `-m slow`. An explicit `stateful_step_count` (the
+    bound a shrunk bug must meet) is kept as given."""
+    scale = settings.default.max_examples / DEFAULT_EXAMPLES
+    kw.setdefault("derandomize", not nightly())
+    kw.setdefault("stateful_step_count", round(30 * settings.default.stateful_step_count / DEFAULT_STEPS))
+    return settings(max_examples=max(1, round(examples * scale)), deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much], **kw)
 
 
@@ -85,5 +98,6 @@ def test_the_machine_finds_the_double_run_without_the_fix(request, kind: str, ke
 @pytest.mark.parametrize("kind", ["twin", "sqlite"])
 def test_the_engine_machine_at_length(request, kind: str, key_prefix: str) -> None:
     m = machine(request, kind, key_prefix)
-    run_state_machine_as_test(m, settings=budget(2_000, stateful_step_count=50, derandomize=False))
+    run_state_machine_as_test(m, settings=budget(2_000, stateful_step_count=round(50 * settings.default.stateful_step_count / DEFAULT_STEPS),
+                                                 derandomize=False))
     assert validate(m) == {}

@@ -5,7 +5,8 @@ groups side by side), so the module pays TLC's start-up a few times, not once pe
 
 - the known traces of `traces/corpus/engine/` keep their verdicts;
 - seeded simulations of the designed engine (waiting runs, pauses, crashes, the in-memory
-  signal path) and one on SQLite are accepted;
+  signal path, a stale finisher refused while another node holds the lease) and one on
+  SQLite are accepted;
 - with the seed's fix off, a simulation that runs a workflow twice at once is rejected exactly
   at the `run_start` of the second run, which the test finds in the trace itself.
 """
@@ -19,6 +20,7 @@ import pytest
 
 from conformance.check.runner import Tlc
 from conformance.traces.check import check_traces
+from conformance.traces.coverage import coverage
 from conformance.traces.read import parse_trace, read_trace_file
 from conformance.traces.system import load_systems
 from conformance.traces.trace import Trace, TraceKind, TraceVerdict
@@ -69,6 +71,9 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         good += traces_of(simulate(seed=seed, workflows=6, faults=faults, max_steps=20_000), f"sim{seed}")
     good += traces_of(simulate(seed=3, workflows=6, gates=Gates(force_signal_workflow_exec_in_scheduler=False),
                                faults=Faults(pause=0.01)), "inmem-signal")
+    # A stale finisher (a thread stalled past its lease before its remove) meets another
+    # node's live lease: seed 6 has one (test_sim.py shows that stalls reach it).
+    good += traces_of(simulate(seed=6, workflows=6, stale_fraction=1.0, faults=Faults(pause=0.01)), "stale")
     db = tmp_path_factory.mktemp("sqlite") / "engine.db"
     good += traces_of(simulate(seed=4, workflows=4, backend=open_backend(f"sqlite:///{db}")), "sqlite")
     bug = simulate(seed=22, workflows=8, gates=FIX_OFF, waiting_fraction=0.0, faults=Faults(pause=0.01))
@@ -101,6 +106,8 @@ def test_simulated_and_sqlite_traces_of_the_designed_engine_are_accepted(checked
     ops = {(e["op"], e["outcome"]) for t in good for e in t.events}
     assert {("schedule", "bumped"), ("schedule_in_memory", "bumped"), ("renew", "renewed")} <= ops
     assert any(e["op"] == "run_end" and e["args"]["result"] == "waiting" for t in good for e in t.events)
+    stale = [t for t in good if t.source.startswith("stale/")]
+    assert coverage(load_systems(ROOT)["engine"], stale).required["stale finish refused while another node holds the lease"] >= 1
 
 
 def test_with_the_fix_off_a_double_run_is_rejected_at_the_second_run_start(checked) -> None:

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Benchmark the engine's Hypothesis machine (tests/engine/machine.py): store steps per second
+on each store, side by side.
+
+A store step is one committed store transaction, i.e. one trace event (the unit the trace spec
+explains); the figure counts them over the whole run (rules, the drain at the end of each
+example, the result calls), divided by the run's wall time (opening and dropping each
+example's store included: it is what a test pays). Two ways, one line each per store:
+
+    hypothesis  `run_state_machine_as_test`, derandomized, as the default tests run it; its
+                examples depend on what earlier ones did, so they differ from store to store
+    seeded      the same machine driven by a seeded random choice of rules: the very same
+                schedules on every store, side by side
+
+    PYTHONPATH=$PWD python scripts/bench_machine.py
+    PYTHONPATH=$PWD python scripts/bench_machine.py --stores sqlite --profile 25
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
+
+from tests.engine.machine import machine_for  # noqa: E402
+
+MYSQL_URL = "mysql://root@127.0.0.1:3306/test"
+GOAL = 1_000  # store steps per second on SQLite (issue 13)
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One store's run."""
+
+    store: str
+    examples: int
+    rules: int
+    store_steps: int
+    seconds: float
+
+    @property
+    def steps_per_s(self) -> float:
+        return self.store_steps / self.seconds
+
+
+def run(kind: str, examples: int, steps: int, mysql_url: str, profile: cProfile.Profile | None = None) -> Figures:
+    """Run the machine on `kind` for `examples` examples of up to `steps` rules; its figures."""
+    m = machine_for(kind, mysql_url=mysql_url, prefix="lp_bench_")
+    budget = settings(max_examples=examples, stateful_step_count=steps, derandomize=True, deadline=None, database=None,
+                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    began = time.perf_counter()
+    if profile is not None:
+        profile.enable()
+    try:
+        run_state_machine_as_test(m, settings=budget)
+    finally:
+        if profile is not None:
+            profile.disable()
+    seconds = time.perf_counter() - began
+    events = sum(text.count('"kind": "event"') for ex in m.examples.all for text in ex.traces.values())
+    return Figures(kind, len(m.examples.all), sum(len(ex.steps) for ex in m.examples.all), events, seconds)
+
+
+def run_seeded(kind: str, examples: int, steps: int, mysql_url: str, seed: int = 0) -> Figures:
+    """The machine on `kind`, its rules chosen by `random.Random(seed)`: the same schedules on
+    every store (invariants after each rule, the drain and its checks at the end)."""
+    import random
+
+    from tests.engine.machine import LEASE, NODES, WFS
+
+    m = machine_for(kind, mysql_url=mysql_url, prefix="lp_bench_")
+    rng = random.Random(seed)
+    began = time.perf_counter()
+    for _ in range(examples):
+        machine = m()
+        for _ in range(rng.randrange(1, steps + 1)):
+            node, wf = rng.choice(NODES), rng.choice(WFS)
+            rule = rng.choices(["start", "signal", "store_step", "take", "time_passes", "pause", "crash"],
+                               weights=[2, 2, 10, 3, 3, 1, 0.3])[0]
+            if rule == "start":
+                if len(machine.handles) < 3:
+                    machine.start(node, wf, rng.random() < 0.5, rng.random() < 0.5)
+            elif rule == "signal":
+                machine.signal(node, wf)
+            elif rule in ("store_step", "take", "crash"):
+                getattr(machine, rule)(node)
+            elif rule == "pause":
+                machine.pause(node, rng.randrange(1, LEASE // 2 + 1))
+            else:
+                machine.time_passes()
+            machine.no_overlapping_runs()
+            machine.terminal_is_stable()
+            machine.no_fiber_errors()
+        machine.teardown()
+    seconds = time.perf_counter() - began
+    events = sum(text.count('"kind": "event"') for ex in m.examples.all for text in ex.traces.values())
+    return Figures(kind, len(m.examples.all), sum(len(ex.steps) for ex in m.examples.all), events, seconds)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print one line per store, and with --profile where the time went."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--stores", nargs="+", default=["twin", "sqlite"], choices=["twin", "sqlite", "mysql"])
+    p.add_argument("--examples", type=int, default=60, help="Hypothesis examples per store (default 60)")
+    p.add_argument("--steps", type=int, default=30, help="rules per example at most (default 30, as the default test run)")
+    p.add_argument("--mysql-url", default=MYSQL_URL)
+    p.add_argument("--profile", type=int, default=0, metavar="N", help="profile the run and print its N costliest functions")
+    args = p.parse_args(argv)
+    print(f"{'run':10} {'store':7} {'examples':>8} {'rules':>6} {'store steps':>11} {'seconds':>8} {'steps/s':>8}")
+    below = False
+    for kind in args.stores:
+        f = run_seeded(kind, args.examples, args.steps, args.mysql_url)
+        print(f"{'seeded':10} {f.store:7} {f.examples:>8} {f.rules:>6} {f.store_steps:>11} {f.seconds:>8.2f} {f.steps_per_s:>8.0f}", flush=True)
+        below |= kind == "sqlite" and f.steps_per_s < GOAL
+    for kind in args.stores:
+        prof = cProfile.Profile() if args.profile else None
+        f = run(kind, args.examples, args.steps, args.mysql_url, prof)
+        print(f"{'hypothesis':10} {f.store:7} {f.examples:>8} {f.rules:>6} {f.store_steps:>11} {f.seconds:>8.2f} {f.steps_per_s:>8.0f}", flush=True)
+        below |= kind == "sqlite" and f.steps_per_s < GOAL and not args.profile
+        if prof is not None:
+            out = io.StringIO()
+            pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(args.profile)
+            print(out.getvalue())
+    if below:
+        print(f"SQLite is below the goal of {GOAL} store steps/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
