@@ -1,7 +1,7 @@
 """A schedule of `tla/WorkQueue.tla` steps, run on the work queue's nodes (as `impl/engine/replay.py`).
 
-The consumers are `QueueNode`s over one fakeredis server running the real Lua scripts, on a
-virtual clock (`sim_redis.virtual_time`) that moves only at a `Tick` (one tick = `TICK_MS`):
+The consumers are `QueueNode`s over one Redis (fakeredis or a real server) running the real Lua
+scripts, on a virtual clock that moves only at a `Tick` (one tick = `TICK_MS`):
 
     Offer(e1)              the producer's offer (XADD); e1 is the id it returns
     ReceiveNew(c1, e1)     c1's poll_and_admit delivers e1 as new, and reserves it (the hand-off)
@@ -22,18 +22,22 @@ IntakeNeverFreezes the schedule is followed by a fair drain (faults stop; each t
 node's handlers return done, its heartbeat renews, it polls): an entry still not acked (not
 delivered) reproduces the property, and a drain that finishes everything means the
 counterexample's endless end cannot happen (`blocked`). LaggingLearnsLoss is not replayed.
-Only on fakeredis: real Redis reads its own clock for idle times. The steps themselves are
+On fakeredis (`memory://`, its clock patched by `virtual_time`) or on a real Redis server
+(`redis://...`, keys under a fresh prefix, deleted after, whose clock `RedisTimeWarp` moves
+with the virtual one). The steps themselves are
 `replay_steps.py`; this module configures the queue from the model's gates and gives the verdict.
 """
 
 from __future__ import annotations
 
+import contextlib
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from impl.replay import Line, Replay
 from impl.workqueue.config import Gates, Settings
-from impl.workqueue.errors import StoreFault
+from impl.workqueue.errors import BadSettings, StoreFault
 from impl.workqueue.replay_steps import TICK_MS, Blocked, Runner, describe, take_step
 from impl.workqueue.sim_redis import virtual_time
 
@@ -106,7 +110,7 @@ def _drain(r: Runner, prop: str | None) -> str:
                 node.start(inv)
                 e = next((k for k, v in r.ids.items() if v == inv.entry), inv.entry)
                 r.invs[(c, e)] = inv
-        r.clock.advance(TICK_MS)
+        r.advance(TICK_MS)
     if prop == "IntakeNeverFreezes":
         left = sorted(e for e, i in r.ids.items() if i in r.undelivered)
         return f"{', '.join(left)} never delivered ({DRAIN_ROUNDS} ticks of a fair drain)" if left else ""
@@ -170,39 +174,54 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://") -> Replay:
         result.verdict = "unmapped"
         result.reason = f"{prop}: the queue's replay does not follow a lagging invocation to its next heartbeat yet"
         return result
-    if not store.startswith("memory"):
-        notes.append(f"store {store}: the queue replays on fakeredis only (its idle times need the virtual clock)")
-    r = Runner(schedule, gates, settings)
+    client, prefix = None, "replay"
+    if store.startswith(("redis://", "rediss://")):
+        import redis
+
+        client = redis.Redis.from_url(store)
+        prefix = f"lp-replay-{uuid.uuid4().hex[:10]}"
+    elif not store.startswith("memory"):
+        raise BadSettings(f"store {store!r}: the queue replays on memory:// (fakeredis) or a redis:// URL")
+    r = Runner(schedule, gates, settings, client, prefix)
     r.lines = result.lines
-    with virtual_time(r.clock):
-        for i, s in enumerate(steps, 1):
-            if id(s) in r.done:
-                continue
-            name = describe(s)
-            try:
-                outcome = take_step(r, s)
-            except Blocked as b:
-                result.verdict, result.step, result.reason = "blocked", i, f"step {i} {name}: {b}"
-                result.lines.append(Line(len(result.lines) + 1, name, "BLOCKED", r.rows()))
-                return result
-            if r.claim is not None:  # the hook has logged the read and the steps between
-                name, r.claim = r.claim, None
-            elif s["action"] == "RenewCheck":
-                outcome += " (atomic: the owner check and the claim in one script)"
-            result.lines.append(Line(len(result.lines) + 1, name, outcome, r.rows()))
-            broken = _broken(r, prop)
-            if broken:
-                result.verdict, result.step, result.reason = "reproduced", i, f"after step {i} {name}: {broken}"
-                return result
-        if prop in LIVENESS:
-            left = _drain(r, prop)
-            if left:
-                result.verdict, result.reason = "reproduced", f"after the schedule and the drain: {prop}: {left}"
-            else:
-                result.verdict = "blocked"
-                result.reason = (f"the counterexample's endless end cannot happen here: after its {len(steps)} steps, "
-                                 f"a fair drain ({DRAIN_ROUNDS} ticks: polls, handlers done, heartbeats) "
-                                 f"{'delivers' if prop == 'IntakeNeverFreezes' else 'acks'} every entry")
+    try:
+        with (virtual_time(r.clock) if client is None else contextlib.nullcontext()):
+            return _run(r, result, steps, prop)
+    finally:
+        if client is not None:
+            r.store.delete_keys()
+            client.close()
+
+
+def _run(r: Runner, result: Replay, steps: list[dict[str, Any]], prop: str | None) -> Replay:
+    for i, s in enumerate(steps, 1):
+        if id(s) in r.done:
+            continue
+        name = describe(s)
+        try:
+            outcome = take_step(r, s)
+        except Blocked as b:
+            result.verdict, result.step, result.reason = "blocked", i, f"step {i} {name}: {b}"
+            result.lines.append(Line(len(result.lines) + 1, name, "BLOCKED", r.rows()))
             return result
+        if r.claim is not None:  # the hook has logged the read and the steps between
+            name, r.claim = r.claim, None
+        elif s["action"] == "RenewCheck":
+            outcome += " (atomic: the owner check and the claim in one script)"
+        result.lines.append(Line(len(result.lines) + 1, name, outcome, r.rows()))
+        broken = _broken(r, prop)
+        if broken:
+            result.verdict, result.step, result.reason = "reproduced", i, f"after step {i} {name}: {broken}"
+            return result
+    if prop in LIVENESS:
+        left = _drain(r, prop)
+        if left:
+            result.verdict, result.reason = "reproduced", f"after the schedule and the drain: {prop}: {left}"
+        else:
+            result.verdict = "blocked"
+            result.reason = (f"the counterexample's endless end cannot happen here: after its {len(steps)} steps, "
+                             f"a fair drain ({DRAIN_ROUNDS} ticks: polls, handlers done, heartbeats) "
+                             f"{'delivers' if prop == 'IntakeNeverFreezes' else 'acks'} every entry")
+        return result
     result.reason = f"the schedule ran to its end ({len(steps)} steps) and {prop} held"
     return result

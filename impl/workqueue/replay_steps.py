@@ -15,8 +15,8 @@ from impl.workqueue.config import Gates, Settings
 from impl.workqueue.core import Invocation
 from impl.workqueue.errors import StoreFault
 from impl.workqueue.node import QueueNode
-from impl.workqueue.sim_redis import fake_client
-from impl.workqueue.store import QueueStore
+from impl.workqueue.sim_redis import RedisTimeWarp, fake_client
+from impl.workqueue.store import GROUP, QueueStore
 
 TICK_MS = 1_000
 
@@ -28,13 +28,20 @@ class Blocked(Exception):
 class Runner:
     """One replay: the nodes, the model's entries as stream ids, and what each node holds."""
 
-    def __init__(self, schedule: Mapping[str, Any], gates: Gates, settings: Settings) -> None:
+    def __init__(self, schedule: Mapping[str, Any], gates: Gates, settings: Settings,
+                 client: Any = None, prefix: str = "replay") -> None:
         self.c = schedule["constants"]
         self.steps: list[dict[str, Any]] = list(schedule["steps"])
         self.gates, self.settings = gates, settings
         self.clock = VirtualClock(1_000_000)
-        self.client = fake_client()
-        self.store = QueueStore(self.client, "replay", explicit_ids=True)
+        # fakeredis (its clock patched by `virtual_time`), or a real server whose clock is
+        # warped for this prefix's keys (`RedisTimeWarp`).
+        self.client = client if client is not None else fake_client()
+        self.store = QueueStore(self.client, prefix, explicit_ids=True)
+        self.warp: RedisTimeWarp | None = None
+        if client is not None:
+            self.warp = RedisTimeWarp(self.client, prefix, self.store.stream, GROUP)
+            self.warp.start(self.clock.now_ms())
         self.names = tuple(self.c.get("Consumers", ["c1", "c2"]))
         self.nodes = {n: QueueNode(self.store, n, self.clock, settings, gates) for n in self.names}
         self.ids: dict[str, str] = {}  # model entry -> stream id
@@ -54,6 +61,12 @@ class Runner:
 
     def now(self) -> int:
         return self.clock.now_ms()
+
+    def advance(self, ms: int) -> None:
+        """Move the virtual clock (and a real server's warped clock with it)."""
+        self.clock.advance(ms)
+        if self.warp is not None:
+            self.warp.advance(ms)
 
     def new_events(self) -> list[dict[str, Any]]:
         evs = self.store.events()
@@ -263,7 +276,7 @@ def _tick(r: Runner) -> str:
         if r.now() < nxt - 1:
             # At the last ms before the lapse: a call's age then is past MaxProc ticks exactly
             # when the spec's elapsed has reached MaxProc (Heartbeats: elapsed < MaxProc).
-            r.clock.advance(nxt - 1 - r.now())
+            r.advance(nxt - 1 - r.now())
         r.new_events()  # what came before is not this heartbeat's
         r.nodes[c].heartbeat()
         renewed = _outcome(r.new_events(), "renew")
@@ -272,7 +285,7 @@ def _tick(r: Runner) -> str:
             r.touched_by[inv.entry] = f"renewed by {c}'s heartbeat"
         beats.append(f"{c}'s heartbeat first: {e} {renewed or 'not renewed'}")
     r.tick += 1
-    r.clock.advance(nxt - r.now())
+    r.advance(nxt - r.now())
     return "; ".join(beats)
 
 

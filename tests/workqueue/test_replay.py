@@ -101,3 +101,13 @@ def test_another_run_s_counterexample_of_ack_failure_leaks_is_reproduced_and_blo
     assert got.verdict == "reproduced" and "EveryEntryAcked: e1 never acked" in got.reason
     got_on = queue_replay.replay(sched.with_guards_on().to_json())
     assert got_on.verdict == "blocked" and "runs no call of e1" in got_on.reason
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("name", sorted(n for n, (off, _, _) in EXPECTED.items() if off != "unmapped"))
+def test_replay_on_real_redis(request, name: str) -> None:
+    url = request.getfixturevalue("redis_url")  # keys under a fresh lp-replay-* prefix, deleted after
+    off, on, _ = EXPECTED[name]
+    sched = _schedule(name)
+    assert queue_replay.replay(sched.to_json(), store=url).verdict == off
+    assert queue_replay.replay(sched.with_guards_on().to_json(), store=url).verdict == on
