@@ -111,3 +111,20 @@ def test_replay_on_real_redis(request, name: str) -> None:
     sched = _schedule(name)
     assert queue_replay.replay(sched.to_json(), store=url).verdict == off
     assert queue_replay.replay(sched.with_guards_on().to_json(), store=url).verdict == on
+
+
+@pytest.mark.tlc
+def test_replay_runs_tlc_live_for_a_queue_model(capsys) -> None:
+    rc = main(["replay", "heartbeat_off", "--root", str(ROOT), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0, out
+    live = [ln["step"] for ln in out["replays"][0]["lines"]]
+    assert live == [s.describe() for s in _schedule("heartbeat_off").steps], \
+        "tests/fixtures/replay/workqueue is stale: run scripts/record_replay_fixtures.sh"
+
+
+def test_the_queue_map_names_the_heartbeat_calibration_s_steps() -> None:
+    sched = _schedule("heartbeat_off")
+    assert [s.describe() for s in sched.steps] == [
+        "Offer(e1)", "ReceiveNew(c1, e1)", "Tick", "InvokeStart(c1, e1)", "Tick", "Reclaim(c2, e1)", "InvokeStart(c2, e1)"]
+    assert sched.guards_off == ("HeartbeatOn",)
