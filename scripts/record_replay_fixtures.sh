@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Record the counterexamples that tests/engine/test_replay.py and tests/workqueue/test_replay.py
 # replay: one `leaseproof check --json` outcome per calibration model, compacted, in
-# tests/fixtures/replay/NAME.json (engine) and tests/fixtures/replay/workqueue/NAME.json.
+# tests/fixtures/replay/NAME.json (engine), tests/fixtures/replay/workqueue/NAME.json and
+# tests/fixtures/replay/command/NAME.json.
 # Run it again after a change to tla/Engine.tla or a model file (the test that runs TLC live
 # says when the saved ones are stale).
 set -euo pipefail
@@ -18,6 +19,9 @@ MODELS=(
   close_without_waiting heartbeat_off no_owner_check nonatomic_renew_lag nonatomic_renew_stall
   permit_unbounded stop_renew_past_max_processing no_reclaim ack_failure_leaks no_fallback
   permit_for_message_life lagging_claims_back never_reclaim_first type_unpaid_fault
+  cancel_ignores_guard crash_uncooperative_remote no_attempt_guard no_attempt_guard_overlap no_terminal_check
+  put_if_owner_two_steps put_if_owner_two_steps_terminal seed_safety_non_idempotent state_expired_late_resubmit
+  state_expired_no_terminal_check submit_without_repair type_offer_retry
 )
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
@@ -30,7 +34,7 @@ for m in data["models"]:
         sys.exit(f"{m['name']}: TLC gave {m['actual']}, not a counterexample")
     m["verdict"].pop("seconds", None)  # the one field that differs between two recordings
     keep = {"models": [{k: m[k] for k in ("name", "file", "expected", "actual", "verdict")}]}
-    sub = "workqueue/" if "/workqueue/" in m["file"] else ""
+    sub = "workqueue/" if "/workqueue/" in m["file"] else "command/" if "/command/" in m["file"] else ""
     with open(f"tests/fixtures/replay/{sub}{m['name']}.json", "w") as f:
         json.dump(keep, f, separators=(",", ":"), sort_keys=True)
         f.write("\n")

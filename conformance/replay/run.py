@@ -29,6 +29,8 @@ ADAPTERS = {
     "Engine": ("conformance.replay.map", "impl.engine.replay"),
     "MCWorkQueue": ("conformance.replay.workqueue_map", "impl.workqueue.replay"),
     "WorkQueue": ("conformance.replay.workqueue_map", "impl.workqueue.replay"),
+    "MCCommandQueue": ("conformance.replay.command_map", "impl.workqueue.command_replay"),
+    "CommandQueue": ("conformance.replay.command_map", "impl.workqueue.command_replay"),
 }
 
 

@@ -1,0 +1,336 @@
+"""A schedule of `tla/CommandQueue.tla` steps, run on the command layer (as `replay.py` for the queue).
+
+Each worker's attempt is a real `CommandProcessor.steps` generator, which yields after each of
+its store steps, so one step of the spec's attempt is one `next()` of the generator:
+
+    GuardTake(w1, k1)     guard_take (with the attempt guard; without it the read is done
+                          by the next step, as in the code)
+    PutIfOwner(w1, k1)    read the status, write SUBMITTING       (one next())
+    ExternalCall(w1, k1)  external_call with the command id as the key
+    PutIfOwner(w1, k1)    the app's answer, write PROCESSING; then the terminal write
+    GuardRelease(w1, k1)  the attempt returns (its `finally` releases the guard)
+    Ack(w1, k1)           XACK + XDEL of the delivery
+
+The queue below is the spec's abstract one: ReceiveNew is XREADGROUP, Reclaim an XAUTOCLAIM with
+no idle time (any pending message may come again); GuardExpire and StateExpire move the virtual
+clock past the guard's or the record's TTL (fakeredis on `virtual_time`). A crash keeps its
+attempt's generator suspended (closing it would run its `finally` and release the guard).
+After every step the property is checked on the store: the status history (TerminalIsStable,
+NoRestart), the guard's owner at each write (NoStaleWrite), the external call counter
+(ExternalOnce; one side effect per key with a cooperative remote, `ExternalIdempotent`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from impl.clock import VirtualClock
+from impl.replay import Line, Replay
+from impl.workqueue.command_store import TERMINAL, CommandStore
+from impl.workqueue.commands import CommandClient, CommandProcessor
+from impl.workqueue.config import Gates, Settings
+from impl.workqueue.core import Invocation
+from impl.workqueue.sim_redis import fake_client, virtual_time
+from impl.workqueue.store import QueueStore
+
+TICK_MS = 1_000
+GUARD_TTL_MS = 3 * TICK_MS
+STATE_TTL_MS = 100 * TICK_MS
+
+GATES = {
+    "AtomicPutIfOwner": "atomic_put_if_owner",
+    "RepairOnResubmit": "submit_always_offers",
+    "AttemptGuard": "attempt_guard",
+    "TerminalCheck": "terminal_check",
+    "CancelTakesGuard": "cancel_takes_guard",
+}
+NO_GATE: dict[str, str] = {}
+UNMAPPED = {"OfferRetry": "a retried offer that the budget never paid for is TypeOK's calibration device"}
+SAFETY = ("TerminalIsStable", "NoRestart", "NoStaleWrite", "ExternalOnce")
+
+
+class _Blocked(Exception):
+    """The command layer cannot take a step as the schedule has it (the message says why)."""
+
+
+class _App:
+    """The external system as the replay needs it: answers as the schedule's terminal write says."""
+
+    def __init__(self) -> None:
+        self.answer = "succeeded"
+
+    def call(self, cmd: str, payload: str) -> str:
+        return self.answer
+
+    def check(self, cmd: str, payload: str) -> str:
+        return self.answer
+
+
+@dataclass
+class _Attempt:
+    """A worker's current attempt: its delivery, generator and attempt id."""
+
+    inv: Invocation
+    gen: Generator[None, None, bool]
+    attempt: str | None = None
+    ended: bool = False
+    done: bool | None = None  # the generator's value (True: ack the delivery)
+    steps: int = 0
+
+
+@dataclass
+class _Runner:
+    schedule: Mapping[str, Any]
+    gates: Gates
+    settings: Settings
+    clock: VirtualClock = field(default_factory=lambda: VirtualClock(1_000_000))
+    app: _App = field(default_factory=_App)
+
+    def __post_init__(self) -> None:
+        self.client = fake_client()
+        self.queue = QueueStore(self.client, "replay", explicit_ids=True)
+        self.store = CommandStore(self.client, "replay")
+        self.workers = tuple(self.schedule["constants"].get("Workers", ["w1", "w2"]))
+        self.attempt_of: dict[str, str] = {}
+        self.procs = {w: CommandProcessor(self.store, w, self.clock, self.settings, self.gates, self.app,
+                                          attempt_ids=self._ids(w)) for w in self.workers}
+        self.client_api = CommandClient(self.queue, self.store, "client", self.clock, self.settings, self.gates)
+        self.attempts: dict[str, _Attempt] = {}
+        self.crashed: list[_Attempt] = []  # kept suspended: a crash runs no `finally`
+        self.paused: set[str] = set()
+        self.first_terminal: dict[str, str] = {}
+        self.restarted = False
+        self.stale_write = False
+        self.offered: dict[str, list[str]] = {}
+        self.seen = 0  # trace events already looked at
+
+    def _ids(self, w: str) -> Any:
+        n = [0]
+
+        def next_id() -> str:
+            n[0] += 1
+            self.attempt_of[w] = f"{w}-{n[0]}"
+            return self.attempt_of[w]
+
+        return next_id
+
+    def now(self) -> int:
+        return self.clock.now_ms()
+
+    def rows(self) -> str:
+        parts = []
+        for k in self.schedule["constants"].get("Commands", ["k1"]):
+            parts.append(f"{k}: {self.store.status(k) or 'no record'}, guard {self.store.guard_owner(k) or '-'}, "
+                         f"calls {self.store.external_calls(k)}")
+        return "; ".join(parts)
+
+
+def _advance(r: _Runner, a: _Attempt, w: str) -> None:
+    """One `next()` of `w`'s attempt: its next store step."""
+    if a.ended:
+        raise _Blocked(f"{w}'s attempt has ended")
+    try:
+        next(a.gen)
+        a.steps += 1
+    except StopIteration as stop:
+        a.ended, a.done = True, bool(stop.value)
+
+
+def _answer_for(r: _Runner, i: int, w: str) -> None:
+    """The app answers as the schedule's next terminal write of `w` (from step `i` on) says."""
+    for s in r.schedule["steps"][i - 1:]:
+        if s["node"] == w and s["action"] == "PutIfOwner" and s["detail"].get("status") in ("SUCCEEDED", "FAILED"):
+            r.app.answer = "succeeded" if s["detail"]["status"] == "SUCCEEDED" else "failed"
+            return
+
+
+def _write(r: _Runner, w: str, k: str, a: _Attempt) -> str:
+    """One next() that should end in a state write; check it against the guard's owner."""
+    owner = r.store.guard_owner(k)
+    r.seen = len(r.store.events())
+    _advance(r, a, w)
+    after = r.store.status(k)
+    written = any(ev.get("op") == "put_if_owner" and ev.get("outcome") == "written" and ev.get("node") == w
+                  for ev in r.store.events(r.seen))
+    r.seen = len(r.store.events())
+    if written and after is not None:
+        if owner != r.attempt_of.get(w):
+            r.stale_write = True  # committed while the guard was not this attempt's
+        if after == "SUBMITTING" and k in r.first_terminal:
+            r.restarted = True
+        if after in TERMINAL:
+            r.first_terminal.setdefault(k, after)
+        return f"wrote {after}"
+    return "wrote nothing" + (" (the attempt ended)" if a.ended else "")
+
+
+def _take(r: _Runner, i: int, s: dict[str, Any]) -> str:
+    act, w, k, d = s["action"], s["node"], s["wf"], s["detail"]
+    a = r.attempts.get(w) if w else None
+    if act == "SubmitState":
+        created = r.store.submit_state("client", r.now(), k, STATE_TTL_MS)
+        if created != (d.get("outcome") == "created"):
+            raise _Blocked(f"the submit {'created' if created else 'found'} the record; in the model it is {d.get('outcome')}")
+        nxt = next((x for x in r.schedule["steps"][i:] if x["wf"] == k and x["action"] in ("Offer", "ClientCrash",
+                                                                                                  "SubmitState")), None)
+        if not created and not r.gates.submit_always_offers and nxt is not None and nxt["action"] == "Offer":
+            raise _Blocked("the resubmit offers nothing: the record exists (submit_always_offers off)")
+        return "created" if created else "exists"
+    if act == "Offer":
+        r.offered.setdefault(k, []).append(r.queue.offer("client", r.now(), "", cmd=k))
+        return "offered"
+    if act == "ClientCrash":
+        return "the client fails before its offer"
+    if act == "Cancel":
+        out = r.client_api.cancel(k)
+        if out != "cancelled":
+            raise _Blocked(f"the cancel is {out}; in the model cancelled")
+        r.first_terminal.setdefault(k, "CANCELLED")
+        return out
+    if act == "GuardExpire":
+        r.clock.advance(GUARD_TTL_MS + 1)
+        if r.store.guard_owner(k) is not None:
+            raise _Blocked(f"{k}'s guard is still held after its TTL (renewed)")
+        return f"+{GUARD_TTL_MS + 1} ms: the guard expired"
+    if act == "StateExpire":
+        r.clock.advance(STATE_TTL_MS + 1)
+        return f"+{STATE_TTL_MS + 1} ms: the record expired"
+    if act in ("Pause", "Resume"):
+        (r.paused.add if act == "Pause" else r.paused.discard)(w)
+        return "paused" if act == "Pause" else "resumed"
+    if act == "Crash":
+        if a is not None:
+            r.crashed.append(r.attempts.pop(w))
+        return "crashed: its attempt stops where it is"
+    if w in r.paused:
+        raise _Blocked(f"{w} is paused")
+    if act in ("ReceiveNew", "Reclaim"):
+        if a is not None and not a.ended:
+            raise _Blocked(f"{w} still runs an attempt")
+        got = r.queue.receive_new(w, r.now()) if act == "ReceiveNew" else r.queue.reclaim(w, r.now(), 0)
+        if got is None or got.cmd != k:
+            raise _Blocked(f"{w}'s {act} delivers {'nothing' if got is None else got.cmd}")
+        inv = Invocation(got.entry, got.payload, got.deliveries, got.source, got.cmd)
+        r.attempts[w] = _Attempt(inv, r.procs[w].steps(inv))
+        return f"delivered ({got.source})"
+    if a is None:
+        raise _Blocked(f"{w} runs no attempt")
+    if act == "GuardTake":
+        if d.get("outcome") == "read":
+            return "no guard (attempt_guard off): the read comes with the next step"
+        _advance(r, a, w)
+        taken = not a.ended
+        if taken != (d.get("outcome") == "taken"):
+            raise _Blocked(f"{w}'s guard_take is {'taken' if taken else 'busy'}; in the model {d.get('outcome')}")
+        return "taken" if taken else "busy: the attempt ends"
+    if act in ("PutIfOwner", "PutCheck"):
+        _answer_for(r, i, w)
+        if act == "PutCheck":
+            _advance(r, a, w)
+            return "read the guard's owner" if not a.ended else "the attempt ended"
+        out = _write(r, w, k, a)
+        want = d.get("outcome")
+        if want == "written" and not out.startswith("wrote ") or (want == "written" and out == "wrote nothing"):
+            raise _Blocked(f"{w}'s put_if_owner writes nothing: its attempt no longer owns the guard")
+        if want == "written" and a.ended and out.startswith("wrote nothing"):
+            raise _Blocked(f"{w}'s attempt read {r.store.status(k) or 'no record'} and wrote nothing: the code reads the "
+                           "status after guard_take, in the step of its first write, while the model reads it in "
+                           "GuardTake, before the steps between")
+        if want == "written" and out != f"wrote {d.get('status')}":
+            raise _Blocked(f"{w}'s write is '{out}'; in the model {d.get('status')}")
+        if want == "refused" and out != "wrote nothing (the attempt ended)":
+            raise _Blocked(f"{w}'s put_if_owner {out}; in the model refused")
+        return out
+    if act == "ExternalCall":
+        before = r.store.external_calls(k)
+        _answer_for(r, i, w)
+        _advance(r, a, w)
+        if r.store.external_calls(k) == before:
+            raise _Blocked(f"{w}'s external_call is refused: its attempt no longer owns the guard")
+        return f"called ({r.store.external_calls(k)} call(s) with key {k})"
+    if act == "GuardRenew":
+        for renew in list(a.inv.renewers):
+            renew()
+        if d.get("outcome") == "lost":
+            _advance(r, a, w)
+            if not a.ended:
+                raise _Blocked(f"{w}'s guard renewal finds its guard; in the model it is lost")
+        return d.get("outcome", "renewed")
+    if act == "GuardRelease":
+        _advance(r, a, w)
+        if not a.ended:
+            raise _Blocked(f"{w}'s attempt goes on; in the model it releases the guard")
+        return "released" + ("" if a.done else " (not done)")
+    if act == "Ack":
+        if not a.done:
+            raise _Blocked(f"{w}'s attempt ended not done: its delivery is not acked")
+        ok = r.queue.ack(w, r.now(), a.inv.entry, k)
+        r.attempts.pop(w, None)
+        return "acked" if ok else "acked nothing (already acked)"
+    raise _Blocked(f"no replay for {act}")
+
+
+def _broken(r: _Runner, prop: str | None, idempotent: bool) -> str | None:
+    for k in r.schedule["constants"].get("Commands", ["k1"]):
+        status = r.store.status(k)
+        first = r.first_terminal.get(k)
+        if prop == "TerminalIsStable" and first is not None and status not in (first, None):
+            return f"TerminalIsStable: {k} was {first}, is now {status}"
+        calls = r.store.external_calls(k)
+        if prop == "ExternalOnce" and (calls if not idempotent else min(calls, 1)) > 1:
+            return f"ExternalOnce: {k}'s remote was called {calls} times (an uncooperative remote acts on each)"
+    if prop == "NoRestart" and r.restarted:
+        return "NoRestart: SUBMITTING written to a command that had reached a terminal status"
+    if prop == "NoStaleWrite" and r.stale_write:
+        return "NoStaleWrite: a state write committed by an attempt that did not own the guard"
+    return None
+
+
+def command_config(gates: Mapping[str, bool]) -> tuple[Gates, Settings]:
+    """The command layer's gates and settings for a model's gates."""
+    off = [GATES[g] for g, v in gates.items() if g in GATES and not v]
+    settings = Settings(visibility_timeout_ms=30 * TICK_MS, guard_ttl_ms=GUARD_TTL_MS, state_ttl_ms=STATE_TTL_MS,
+                        heartbeat_ms=TICK_MS)
+    return Gates().off(*off), settings
+
+
+def replay(schedule: Mapping[str, Any], *, store: str = "memory://") -> Replay:
+    """Run `schedule` (from `conformance.replay.command_map`) on the command layer (fakeredis)."""
+    prop = schedule.get("property")
+    gates, settings = command_config(schedule.get("gates", {}))
+    result = Replay("held", prop, "", gates=gates.as_dict())
+    steps = list(schedule["steps"])
+    for i, s in enumerate(steps, 1):
+        if s["action"] in UNMAPPED:
+            result.verdict, result.step, result.reason = "unmapped", i, f"step {i} {s['action']}: {UNMAPPED[s['action']]}"
+            return result
+    if prop not in SAFETY:
+        result.verdict, result.reason = "unmapped", f"{prop}: the command replay checks {', '.join(SAFETY)} only"
+        return result
+    if not store.startswith("memory"):
+        result.notes.append("the command replay runs on fakeredis only")
+    idempotent = bool(schedule.get("gates", {}).get("ExternalIdempotent", True))
+    r = _Runner(schedule, gates, settings)
+    with virtual_time(r.clock):
+        for i, s in enumerate(steps, 1):
+            name = _describe(s)
+            try:
+                outcome = _take(r, i, s)
+            except _Blocked as b:
+                result.verdict, result.step, result.reason = "blocked", i, f"step {i} {name}: {b}"
+                result.lines.append(Line(i, name, "BLOCKED", r.rows()))
+                return result
+            result.lines.append(Line(i, name, outcome, r.rows()))
+            broken = _broken(r, prop, idempotent)
+            if broken:
+                result.verdict, result.step, result.reason = "reproduced", i, f"after step {i} {name}: {broken}"
+                return result
+    result.reason = f"the schedule ran to its end ({len(steps)} steps) and {prop} held"
+    return result
+
+
+def _describe(s: Mapping[str, Any]) -> str:
+    args = ", ".join(x for x in (s.get("node"), s.get("wf")) if x)
+    return f"{s['action']}({args})" if args else s["action"]
