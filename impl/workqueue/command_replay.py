@@ -152,9 +152,16 @@ def _write(r: _Runner, w: str, k: str, a: _Attempt) -> str:
     r.seen = len(r.store.events())
     _advance(r, a, w)
     after = r.store.status(k)
-    written = any(ev.get("op") == "put_if_owner" and ev.get("outcome") == "written" and ev.get("node") == w
-                  for ev in r.store.events(r.seen))
+    puts = [ev.get("outcome") for ev in r.store.events(r.seen) if ev.get("op") == "put_if_owner" and ev.get("node") == w]
+    written = "written" in puts
     r.seen = len(r.store.events())
+    if not written and a.ended:
+        st = r.store.status(k)
+        if "refused" in puts:
+            return f"wrote nothing: put_if_owner refused, {k}'s guard is {owner or 'free'}, not this attempt's"
+        why = " (the terminal check)" if r.gates.terminal_check and (st is None or st in TERMINAL) else ""
+        return (f"wrote nothing: the attempt reads the status ({st or 'no record'}) only in the step of its first "
+                f"write, not at GuardTake as the model does, and ends there{why}")
     if written and after is not None:
         if owner != r.attempt_of.get(w):
             r.stale_write = True  # committed while the guard was not this attempt's
@@ -163,7 +170,7 @@ def _write(r: _Runner, w: str, k: str, a: _Attempt) -> str:
         if after in TERMINAL:
             r.first_terminal.setdefault(k, after)
         return f"wrote {after}"
-    return "wrote nothing" + (" (the attempt ended)" if a.ended else "")
+    return "wrote nothing"
 
 
 def _take(r: _Runner, i: int, s: dict[str, Any]) -> str:
@@ -218,29 +225,33 @@ def _take(r: _Runner, i: int, s: dict[str, Any]) -> str:
     if a is None:
         raise _Blocked(f"{w} runs no attempt")
     if act == "GuardTake":
-        if d.get("outcome") == "read":
+        if not r.gates.attempt_guard:
             return "no guard (attempt_guard off): the read comes with the next step"
         _advance(r, a, w)
         taken = not a.ended
-        if taken != (d.get("outcome") == "taken"):
-            raise _Blocked(f"{w}'s guard_take is {'taken' if taken else 'busy'}; in the model {d.get('outcome')}")
+        if not taken and d.get("outcome") != "busy":
+            raise _Blocked(f"{w}'s guard_take is busy: {r.store.guard_owner(k)} holds {k}'s attempt guard")
+        if taken and d.get("outcome") == "busy":
+            raise _Blocked(f"{w}'s guard_take takes the guard; in the model it is busy")
         return "taken" if taken else "busy: the attempt ends"
     if act in ("PutIfOwner", "PutCheck"):
         _answer_for(r, i, w)
         if act == "PutCheck":
+            if r.gates.atomic_put_if_owner:
+                return "no separate check (atomic_put_if_owner): the owner is checked by the write"
             _advance(r, a, w)
+            if a.ended and d.get("outcome") == "checked":
+                st = r.store.status(k)
+                raise _Blocked(f"{w}'s attempt reads the status ({st or 'no record'}) only now, not at GuardTake as the "
+                               f"model does, and ends before its check{' (the terminal check)' if st in TERMINAL else ''}")
             return "read the guard's owner" if not a.ended else "the attempt ended"
         out = _write(r, w, k, a)
         want = d.get("outcome")
-        if want == "written" and not out.startswith("wrote ") or (want == "written" and out == "wrote nothing"):
-            raise _Blocked(f"{w}'s put_if_owner writes nothing: its attempt no longer owns the guard")
-        if want == "written" and a.ended and out.startswith("wrote nothing"):
-            raise _Blocked(f"{w}'s attempt read {r.store.status(k) or 'no record'} and wrote nothing: the code reads the "
-                           "status after guard_take, in the step of its first write, while the model reads it in "
-                           "GuardTake, before the steps between")
+        if want == "written" and out.startswith("wrote nothing"):
+            raise _Blocked(f"{w} {out}")
         if want == "written" and out != f"wrote {d.get('status')}":
             raise _Blocked(f"{w}'s write is '{out}'; in the model {d.get('status')}")
-        if want == "refused" and out != "wrote nothing (the attempt ended)":
+        if want == "refused" and not (out.startswith("wrote nothing") and a.ended):
             raise _Blocked(f"{w}'s put_if_owner {out}; in the model refused")
         return out
     if act == "ExternalCall":
