@@ -24,7 +24,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "replay" / "command"
 
 # model -> (verdict with the model's gates, with its guards back on, the step that blocks)
 EXPECTED = {
-    "no_attempt_guard": ("reproduced", "blocked", "PutIfOwner(w1, k1)"),
+    "no_attempt_guard": ("reproduced", "blocked", "GuardTake(w2, k1)"),
     "no_terminal_check": ("reproduced", "blocked", "PutIfOwner(w2, k1)"),
     "put_if_owner_two_steps": ("reproduced", "blocked", "PutIfOwner(w1, k1)"),
     "state_expired_no_terminal_check": ("reproduced", "blocked", "PutIfOwner(w2, k1)"),
