@@ -18,6 +18,10 @@ attempt's generator suspended (closing it would run its `finally` and release th
 After every step the property is checked on the store: the status history (TerminalIsStable,
 NoRestart), the guard's owner at each write (NoStaleWrite), the external call counter
 (ExternalOnce; one side effect per key with a cooperative remote, `ExternalIdempotent`).
+EveryCommandDone is judged after a fair drain (every attempt runs to its end, free workers take
+any pending message): a command still not done reproduces it; a drain that finishes every
+command means the counterexample's endless end cannot happen (`blocked`). OneLiveAttempt is not
+replayed yet.
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ GATES = {
 NO_GATE: dict[str, str] = {}
 UNMAPPED = {"OfferRetry": "a retried offer that the budget never paid for is TypeOK's calibration device"}
 SAFETY = ("TerminalIsStable", "NoRestart", "NoStaleWrite", "ExternalOnce")
+LIVENESS = ("EveryCommandDone",)
+DRAIN_ROUNDS = 20
 
 
 class _Blocked(Exception):
@@ -177,12 +183,23 @@ def _take(r: _Runner, i: int, s: dict[str, Any]) -> str:
     act, w, k, d = s["action"], s["node"], s["wf"], s["detail"]
     a = r.attempts.get(w) if w else None
     if act == "SubmitState":
+        nxt = next((x for x in r.schedule["steps"][i:] if x["wf"] == k and x["action"] in ("Offer", "ClientCrash",
+                                                                                                  "SubmitState")), None)
+        if nxt is None or nxt["action"] == "SubmitState":
+            # The whole submit, as the client calls it: the state write, then the offer it decides.
+            before = r.queue.stream_length()
+            created = r.client_api.submit(k)
+            offered = r.queue.stream_length() > before
+            if created != (d.get("outcome") == "created"):
+                raise _Blocked(f"the submit {'created' if created else 'found'} the record; in the model {d.get('outcome')}")
+            if offered and nxt is None:
+                return ("created" if created else "exists") + ", and offered (the submit always offers: the repair)"
+            return ("created" if created else "exists") + (", offered" if offered else ", nothing offered")
+        # The schedule splits the submit (an Offer or a client crash follows): its first call.
         created = r.store.submit_state("client", r.now(), k, STATE_TTL_MS)
         if created != (d.get("outcome") == "created"):
             raise _Blocked(f"the submit {'created' if created else 'found'} the record; in the model it is {d.get('outcome')}")
-        nxt = next((x for x in r.schedule["steps"][i:] if x["wf"] == k and x["action"] in ("Offer", "ClientCrash",
-                                                                                                  "SubmitState")), None)
-        if not created and not r.gates.submit_always_offers and nxt is not None and nxt["action"] == "Offer":
+        if nxt["action"] == "Offer" and not (created or r.gates.submit_always_offers):
             raise _Blocked("the resubmit offers nothing: the record exists (submit_always_offers off)")
         return "created" if created else "exists"
     if act == "Offer":
@@ -317,8 +334,8 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://") -> Replay:
         if s["action"] in UNMAPPED:
             result.verdict, result.step, result.reason = "unmapped", i, f"step {i} {s['action']}: {UNMAPPED[s['action']]}"
             return result
-    if prop not in SAFETY:
-        result.verdict, result.reason = "unmapped", f"{prop}: the command replay checks {', '.join(SAFETY)} only"
+    if prop not in SAFETY + LIVENESS:
+        result.verdict, result.reason = "unmapped", f"{prop}: the command replay checks {', '.join(SAFETY + LIVENESS)} only"
         return result
     if not store.startswith("memory"):
         result.notes.append("the command replay runs on fakeredis only")
@@ -338,8 +355,46 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://") -> Replay:
             if broken:
                 result.verdict, result.step, result.reason = "reproduced", i, f"after step {i} {name}: {broken}"
                 return result
+        if prop in LIVENESS:
+            left = _drain(r)
+            if left:
+                result.verdict, result.reason = "reproduced", f"after the schedule and the drain: EveryCommandDone: {left}"
+            else:
+                result.verdict = "blocked"
+                result.reason = (f"the counterexample's endless end cannot happen here: after its {len(steps)} steps, a "
+                                 f"fair drain ({DRAIN_ROUNDS} rounds: deliveries run to their end, acked) finishes every command")
+            return result
     result.reason = f"the schedule ran to its end ({len(steps)} steps) and {prop} held"
     return result
+
+
+def _drain(r: _Runner) -> str:
+    """Faults stop: paused workers resume, every live attempt runs to its end, and each round a
+    free worker takes any pending message (new first) and runs it to the end. What is not done."""
+    r.paused.clear()
+    for _ in range(DRAIN_ROUNDS):
+        for w in r.workers:
+            a = r.attempts.get(w)
+            if a is None or a.ended:
+                got = r.queue.receive_new(w, r.now()) or r.queue.reclaim(w, r.now(), 0)
+                if got is None:
+                    continue
+                inv = Invocation(got.entry, got.payload, got.deliveries, got.source, got.cmd)
+                a = r.attempts[w] = _Attempt(inv, r.procs[w].steps(inv))
+            while not a.ended:
+                _advance(r, a, w)
+            if a.done:
+                r.queue.ack(w, r.now(), a.inv.entry, a.inv.cmd)
+            r.attempts.pop(w, None)
+        r.clock.advance(TICK_MS)
+    left = []
+    for k in r.schedule["constants"].get("Commands", ["k1"]):
+        st = r.store.status(k)
+        if st is not None and st not in TERMINAL:
+            left.append(f"{k} still {st}")
+    if r.queue.pending_count() or r.queue.stream_length():
+        left.append(f"{r.queue.stream_length()} message(s) not acked")
+    return "; ".join(left)
 
 
 def _describe(s: Mapping[str, Any]) -> str:

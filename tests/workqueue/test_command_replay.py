@@ -38,9 +38,10 @@ EXPECTED = {
     "crash_uncooperative_remote": ("reproduced", None, None),
     "seed_safety_non_idempotent": ("reproduced", None, None),
     "state_expired_late_resubmit": ("reproduced", None, None),
-    # Not replayed: OneLiveAttempt and EveryCommandDone (no monitor, no drain yet), TypeOK's device.
+    # RepairOnResubmit off: the stranded command is never done (EveryCommandDone, after a fair drain).
+    "submit_without_repair": ("reproduced", "blocked", None),
+    # Not replayed: OneLiveAttempt (no monitor yet), TypeOK's device.
     "no_attempt_guard_overlap": ("unmapped", "unmapped", None),
-    "submit_without_repair": ("unmapped", "unmapped", None),
     "type_offer_retry": ("unmapped", "unmapped", None),
 }
 
