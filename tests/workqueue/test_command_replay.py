@@ -86,3 +86,13 @@ def test_cli_replays_a_command_model(capsys) -> None:
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and [(r["mode"], r["verdict"]) for r in out["replays"]] == [("guard off", "reproduced"),
                                                                                ("guard on", "blocked")]
+
+
+@pytest.mark.tlc
+def test_replay_runs_tlc_live_for_a_command_model(capsys) -> None:
+    rc = main(["replay", "no_terminal_check", "--root", str(ROOT), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0, out
+    live = [ln["step"] for ln in out["replays"][0]["lines"]]
+    assert live == [s.describe() for s in _schedule("no_terminal_check").steps], \
+        "tests/fixtures/replay/command is stale: run scripts/record_replay_fixtures.sh"
