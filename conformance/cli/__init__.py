@@ -17,6 +17,7 @@ from collections.abc import Sequence
 COMMAND_MODULES = (
     "conformance.cli.check",
     "conformance.cli.traces",
+    "conformance.cli.replay",
     "impl.engine.cli",
     "impl.workqueue.cli",
 )

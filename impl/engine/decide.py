@@ -134,6 +134,16 @@ def retry_delay_ms(task: Task, backoff_ms: int) -> int:
     return backoff_ms
 
 
+def decide_run_end(inst: Instance | None, expected_version: int) -> bool:
+    """Whether a run's save commits: over the version the run read, and only on a RUNNING
+    instance (a stale run of a finished workflow writes nothing: TerminalIsStable).
+
+    >>> decide_run_end(Instance("wf1", "approval", "FAILED", 3, "{}"), 3)
+    False
+    """
+    return inst is not None and not inst.terminal and inst.version == expected_version
+
+
 def decide_update_instance(inst: Instance, expected_version: int) -> str:
     """`terminal`, `conflict` or `updated`: the outcome of a signal's versioned instance write."""
     if inst.terminal:

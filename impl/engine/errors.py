@@ -41,5 +41,10 @@ class WorkloadFailed(EngineError):
     """`leaseproof engine run` finished with workflows not completed or runs that overlapped."""
 
 
+class ReplayError(EngineError):
+    """A schedule that `impl/engine/replay.py` cannot run: not a schedule of tla/Engine.tla's
+    actions, or one with settings it cannot express (a lease under two ticks)."""
+
+
 class EngineBug(Exception):
     """An internal inconsistency in leaseproof's engine: a bug, not your input."""

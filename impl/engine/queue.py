@@ -97,6 +97,11 @@ class ExecutionQueue:
             self._ids.discard(item.task.task_id)
             return item
 
+    def items(self) -> tuple[QueuedTask, ...]:
+        """The tasks waiting here, in the order the taker takes them (a snapshot)."""
+        with self._cond:
+            return tuple(self._items)
+
     def ids(self) -> set[str]:
         """The ids of the tasks waiting here."""
         with self._cond:

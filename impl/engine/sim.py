@@ -200,6 +200,18 @@ class Simulation:
         self.fibers = [f for f in self.fibers if not f.done]
         return True
 
+    def step_where(self, want: Callable[[str, Any], bool]) -> bool:
+        """Take the first of the current choices that `want(kind, what)` accepts; False if none.
+
+        This is how a test or a replay picks a named step (a node's take, one fiber's next
+        effect) instead of an index: `sim.step_where(lambda k, w: k == "take" and w == "n1")`.
+        """
+        for i, (kind, what) in enumerate(self._choices()):
+            if want(kind, what):
+                self.step(lambda n, i=i: i)
+                return True
+        return False
+
     def run_until(self, done: Callable[[], bool], max_steps: int = 100_000) -> bool:
         """Step until `done()` holds (True) or nothing is left or `max_steps` pass (False)."""
         for _ in range(max_steps):
@@ -232,6 +244,13 @@ class Simulation:
                 self.spawn(node, self.nodes[node].fetch_loop(), "fetch_loop")
         else:
             self.crashed.add(node)
+
+    def cancel(self, f: SimFiber) -> None:
+        """End one fiber where it stands (a caller that fails between its two writes)."""
+        if not f.done:
+            f.gen.close()
+            f.done = True
+        self.fibers = [g for g in self.fibers if not g.done]
 
     def pause(self, node: str, ms: int) -> None:
         """Freeze `node` for `ms` of virtual time (a GC pause, a stalled caller)."""

@@ -373,7 +373,7 @@ class Store:
             n = tx.lock_workflow(wf)
             t = _at(now)
             inst = tx.read_instance(wf)
-            if inst is None or inst.terminal or inst.version != expected_version:
+            if inst is None or not self.decide.decide_run_end(inst, expected_version):
                 # Saves only over the version the run read, and only on a RUNNING instance:
                 # a stale run of a finished workflow writes nothing.
                 outcome = "conflict"

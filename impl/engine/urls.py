@@ -62,3 +62,13 @@ def open_backend(url: str, prefix: str | None = None, *, create: bool = True) ->
     if create:
         backend.create_schema()
     return backend
+
+
+def node_backends(url: str, nodes: tuple[str, ...], prefix: str | None = None) -> dict[str, Backend]:
+    """One backend per node over the same store, as separate processes would have: the first
+    creates the tables, the others connect to them (`memory://` gives every node the one twin)."""
+    if url.startswith("memory"):
+        shared = open_backend(url, prefix)
+        return {n: shared for n in nodes}
+    first = open_backend(url, prefix)
+    return {nodes[0]: first, **{n: open_backend(url, prefix, create=False) for n in nodes[1:]}}

@@ -41,7 +41,7 @@ from impl.engine.export import by_workflow, render_workflow
 from impl.engine.model import Gates, Settings
 from impl.engine.node import Handle, ResultUnavailable, WorkflowFailed
 from impl.engine.sim import Simulation
-from impl.engine.urls import open_backend
+from impl.engine.urls import node_backends
 
 LEASE = 1_000
 NODES = ("n1", "n2")
@@ -103,17 +103,13 @@ class Stores:
             return {n: shared for n in NODES}
         if self.kind == "sqlite":
             if self._sqlite is None:
-                url = f"sqlite:///{self.dir}/examples.db"
-                first = open_backend(url)
-                self._sqlite = {NODES[0]: first, **{n: open_backend(url, create=False) for n in NODES[1:]}}
+                self._sqlite = node_backends(f"sqlite:///{self.dir}/examples.db", NODES)
             else:
                 self._sqlite[NODES[0]].drop_schema()
                 self._sqlite[NODES[0]].create_schema()
             return self._sqlite
         assert self.mysql_url is not None
-        prefix = f"{self.prefix}{self.count}_"
-        first = open_backend(self.mysql_url, prefix)
-        return {NODES[0]: first, **{n: open_backend(self.mysql_url, prefix, create=False) for n in NODES[1:]}}
+        return node_backends(self.mysql_url, NODES, f"{self.prefix}{self.count}_")
 
     def close(self, backends: dict[str, Backend]) -> None:
         """Drop the example's tables and close every connection (SQLite's stay open for the
@@ -158,12 +154,7 @@ class EngineMachine(RuleBasedStateMachine):
 
     def _pick(self, want: Callable[[str, Any], bool]) -> bool:
         """Take the first of the simulation's current choices that `want` accepts."""
-        choices = self.sim.choices()
-        for i, (kind, what) in enumerate(choices):
-            if want(kind, what):
-                self.sim.step(lambda n, i=i: i)
-                return True
-        return False
+        return self.sim.step_where(want)
 
     # -- callers ---------------------------------------------------------------------------
 

@@ -1,0 +1,402 @@
+"""A schedule of `tla/CommandQueue.tla` steps, run on the command layer (as `replay.py` for the queue).
+
+Each worker's attempt is a real `CommandProcessor.steps` generator, which yields after each of
+its store steps, so one step of the spec's attempt is one `next()` of the generator:
+
+    GuardTake(w1, k1)     guard_take (with the attempt guard; without it the read is done
+                          by the next step, as in the code)
+    PutIfOwner(w1, k1)    read the status, write SUBMITTING       (one next())
+    ExternalCall(w1, k1)  external_call with the command id as the key
+    PutIfOwner(w1, k1)    the app's answer, write PROCESSING; then the terminal write
+    GuardRelease(w1, k1)  the attempt returns (its `finally` releases the guard)
+    Ack(w1, k1)           XACK + XDEL of the delivery
+
+The queue below is the spec's abstract one: ReceiveNew is XREADGROUP, Reclaim an XAUTOCLAIM with
+no idle time (any pending message may come again); GuardExpire and StateExpire move the virtual
+clock past the guard's or the record's TTL (fakeredis on `virtual_time`). A crash keeps its
+attempt's generator suspended (closing it would run its `finally` and release the guard).
+After every step the property is checked on the store: the status history (TerminalIsStable,
+NoRestart), the guard's owner at each write (NoStaleWrite), the external call counter
+(ExternalOnce; one side effect per key with a cooperative remote, `ExternalIdempotent`).
+EveryCommandDone is judged after a fair drain (every attempt runs to its end, free workers take
+any pending message): a command still not done reproduces it; a drain that finishes every
+command means the counterexample's endless end cannot happen (`blocked`). OneLiveAttempt is not
+replayed yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from impl.clock import VirtualClock
+from impl.replay import Line, Replay
+from impl.workqueue.command_store import TERMINAL, CommandStore
+from impl.workqueue.commands import CommandClient, CommandProcessor
+from impl.workqueue.config import Gates, Settings
+from impl.workqueue.core import Invocation
+from impl.workqueue.sim_redis import fake_client, virtual_time
+from impl.workqueue.store import QueueStore
+
+TICK_MS = 1_000
+GUARD_TTL_MS = 3 * TICK_MS
+STATE_TTL_MS = 100 * TICK_MS
+
+GATES = {
+    "AtomicPutIfOwner": "atomic_put_if_owner",
+    "RepairOnResubmit": "submit_always_offers",
+    "AttemptGuard": "attempt_guard",
+    "TerminalCheck": "terminal_check",
+    "CancelTakesGuard": "cancel_takes_guard",
+}
+NO_GATE: dict[str, str] = {}
+UNMAPPED = {"OfferRetry": "a retried offer that the budget never paid for is TypeOK's calibration device"}
+SAFETY = ("TerminalIsStable", "NoRestart", "NoStaleWrite", "ExternalOnce")
+LIVENESS = ("EveryCommandDone",)
+DRAIN_ROUNDS = 20
+
+
+class _Blocked(Exception):
+    """The command layer cannot take a step as the schedule has it (the message says why)."""
+
+
+class _App:
+    """The external system as the replay needs it: answers as the schedule's terminal write says."""
+
+    def __init__(self) -> None:
+        self.answer = "succeeded"
+
+    def call(self, cmd: str, payload: str) -> str:
+        return self.answer
+
+    def check(self, cmd: str, payload: str) -> str:
+        return self.answer
+
+
+@dataclass
+class _Attempt:
+    """A worker's current attempt: its delivery, generator and attempt id."""
+
+    inv: Invocation
+    gen: Generator[None, None, bool]
+    attempt: str | None = None
+    ended: bool = False
+    done: bool | None = None  # the generator's value (True: ack the delivery)
+    steps: int = 0
+
+
+@dataclass
+class _Runner:
+    schedule: Mapping[str, Any]
+    gates: Gates
+    settings: Settings
+    clock: VirtualClock = field(default_factory=lambda: VirtualClock(1_000_000))
+    app: _App = field(default_factory=_App)
+
+    def __post_init__(self) -> None:
+        self.client = fake_client()
+        self.queue = QueueStore(self.client, "replay", explicit_ids=True)
+        self.store = CommandStore(self.client, "replay")
+        self.workers = tuple(self.schedule["constants"].get("Workers", ["w1", "w2"]))
+        self.attempt_of: dict[str, str] = {}
+        self.procs = {w: CommandProcessor(self.store, w, self.clock, self.settings, self.gates, self.app,
+                                          attempt_ids=self._ids(w)) for w in self.workers}
+        self.client_api = CommandClient(self.queue, self.store, "client", self.clock, self.settings, self.gates)
+        self.attempts: dict[str, _Attempt] = {}
+        self.crashed: list[_Attempt] = []  # kept suspended: a crash runs no `finally`
+        self.paused: set[str] = set()
+        self.first_terminal: dict[str, str] = {}
+        self.restarted = False
+        self.stale_write = False
+        self.offered: dict[str, list[str]] = {}
+        self.seen = 0  # trace events already looked at
+
+    def _ids(self, w: str) -> Any:
+        n = [0]
+
+        def next_id() -> str:
+            n[0] += 1
+            self.attempt_of[w] = f"{w}-{n[0]}"
+            return self.attempt_of[w]
+
+        return next_id
+
+    def now(self) -> int:
+        return self.clock.now_ms()
+
+    def rows(self) -> str:
+        parts = []
+        for k in self.schedule["constants"].get("Commands", ["k1"]):
+            parts.append(f"{k}: {self.store.status(k) or 'no record'}, guard {self.store.guard_owner(k) or '-'}, "
+                         f"calls {self.store.external_calls(k)}")
+        return "; ".join(parts)
+
+
+def _advance(r: _Runner, a: _Attempt, w: str) -> None:
+    """One `next()` of `w`'s attempt: its next store step."""
+    if a.ended:
+        raise _Blocked(f"{w}'s attempt has ended")
+    try:
+        next(a.gen)
+        a.steps += 1
+    except StopIteration as stop:
+        a.ended, a.done = True, bool(stop.value)
+
+
+def _answer_for(r: _Runner, i: int, w: str) -> None:
+    """The app answers as the schedule's next terminal write of `w` (from step `i` on) says."""
+    for s in r.schedule["steps"][i - 1:]:
+        if s["node"] == w and s["action"] == "PutIfOwner" and s["detail"].get("status") in ("SUCCEEDED", "FAILED"):
+            r.app.answer = "succeeded" if s["detail"]["status"] == "SUCCEEDED" else "failed"
+            return
+
+
+def _write(r: _Runner, w: str, k: str, a: _Attempt) -> str:
+    """One next() that should end in a state write; check it against the guard's owner."""
+    owner = r.store.guard_owner(k)
+    r.seen = len(r.store.events())
+    _advance(r, a, w)
+    after = r.store.status(k)
+    puts = [ev.get("outcome") for ev in r.store.events(r.seen) if ev.get("op") == "put_if_owner" and ev.get("node") == w]
+    written = "written" in puts
+    r.seen = len(r.store.events())
+    if not written and a.ended:
+        st = r.store.status(k)
+        if "refused" in puts:
+            return f"wrote nothing: put_if_owner refused, {k}'s guard is {owner or 'free'}, not this attempt's"
+        why = " (the terminal check)" if r.gates.terminal_check and (st is None or st in TERMINAL) else ""
+        return (f"wrote nothing: the attempt reads the status ({st or 'no record'}) only in the step of its first "
+                f"write, not at GuardTake as the model does, and ends there{why}")
+    if written and after is not None:
+        if owner != r.attempt_of.get(w):
+            r.stale_write = True  # committed while the guard was not this attempt's
+        if after == "SUBMITTING" and k in r.first_terminal:
+            r.restarted = True
+        if after in TERMINAL:
+            r.first_terminal.setdefault(k, after)
+        return f"wrote {after}"
+    return "wrote nothing"
+
+
+def _take(r: _Runner, i: int, s: dict[str, Any]) -> str:
+    act, w, k, d = s["action"], s["node"], s["wf"], s["detail"]
+    a = r.attempts.get(w) if w else None
+    if act == "SubmitState":
+        nxt = next((x for x in r.schedule["steps"][i:] if x["wf"] == k and x["action"] in ("Offer", "ClientCrash",
+                                                                                                  "SubmitState")), None)
+        if nxt is None or nxt["action"] == "SubmitState":
+            # The whole submit, as the client calls it: the state write, then the offer it decides.
+            before = r.queue.stream_length()
+            created = r.client_api.submit(k)
+            offered = r.queue.stream_length() > before
+            if created != (d.get("outcome") == "created"):
+                raise _Blocked(f"the submit {'created' if created else 'found'} the record; in the model {d.get('outcome')}")
+            if offered and nxt is None:
+                return ("created" if created else "exists") + ", and offered (the submit always offers: the repair)"
+            return ("created" if created else "exists") + (", offered" if offered else ", nothing offered")
+        # The schedule splits the submit (an Offer or a client crash follows): its first call.
+        created = r.store.submit_state("client", r.now(), k, STATE_TTL_MS)
+        if created != (d.get("outcome") == "created"):
+            raise _Blocked(f"the submit {'created' if created else 'found'} the record; in the model it is {d.get('outcome')}")
+        if nxt["action"] == "Offer" and not (created or r.gates.submit_always_offers):
+            raise _Blocked("the resubmit offers nothing: the record exists (submit_always_offers off)")
+        return "created" if created else "exists"
+    if act == "Offer":
+        r.offered.setdefault(k, []).append(r.queue.offer("client", r.now(), "", cmd=k))
+        return "offered"
+    if act == "ClientCrash":
+        return "the client fails before its offer"
+    if act == "Cancel":
+        out = r.client_api.cancel(k)
+        if out != "cancelled":
+            raise _Blocked(f"the cancel is {out}; in the model cancelled")
+        r.first_terminal.setdefault(k, "CANCELLED")
+        return out
+    if act == "GuardExpire":
+        r.clock.advance(GUARD_TTL_MS + 1)
+        if r.store.guard_owner(k) is not None:
+            raise _Blocked(f"{k}'s guard is still held after its TTL (renewed)")
+        return f"+{GUARD_TTL_MS + 1} ms: the guard expired"
+    if act == "StateExpire":
+        r.clock.advance(STATE_TTL_MS + 1)
+        return f"+{STATE_TTL_MS + 1} ms: the record expired"
+    if act in ("Pause", "Resume"):
+        (r.paused.add if act == "Pause" else r.paused.discard)(w)
+        return "paused" if act == "Pause" else "resumed"
+    if act == "Crash":
+        if a is not None:
+            r.crashed.append(r.attempts.pop(w))
+        return "crashed: its attempt stops where it is"
+    if w in r.paused:
+        raise _Blocked(f"{w} is paused")
+    if act in ("ReceiveNew", "Reclaim"):
+        if a is not None and not a.ended:
+            raise _Blocked(f"{w} still runs an attempt")
+        got = r.queue.receive_new(w, r.now()) if act == "ReceiveNew" else r.queue.reclaim(w, r.now(), 0)
+        if got is None or got.cmd != k:
+            raise _Blocked(f"{w}'s {act} delivers {'nothing' if got is None else got.cmd}")
+        inv = Invocation(got.entry, got.payload, got.deliveries, got.source, got.cmd)
+        r.attempts[w] = _Attempt(inv, r.procs[w].steps(inv))
+        return f"delivered ({got.source})"
+    if a is None:
+        raise _Blocked(f"{w} runs no attempt")
+    if act == "GuardTake":
+        if not r.gates.attempt_guard:
+            return "no guard (attempt_guard off): the read comes with the next step"
+        _advance(r, a, w)
+        taken = not a.ended
+        if not taken and d.get("outcome") != "busy":
+            raise _Blocked(f"{w}'s guard_take is busy: {r.store.guard_owner(k)} holds {k}'s attempt guard")
+        if taken and d.get("outcome") == "busy":
+            raise _Blocked(f"{w}'s guard_take takes the guard; in the model it is busy")
+        return "taken" if taken else "busy: the attempt ends"
+    if act in ("PutIfOwner", "PutCheck"):
+        _answer_for(r, i, w)
+        if act == "PutCheck":
+            if r.gates.atomic_put_if_owner:
+                return "no separate check (atomic_put_if_owner): the owner is checked by the write"
+            _advance(r, a, w)
+            if a.ended and d.get("outcome") == "checked":
+                st = r.store.status(k)
+                raise _Blocked(f"{w}'s attempt reads the status ({st or 'no record'}) only now, not at GuardTake as the "
+                               f"model does, and ends before its check{' (the terminal check)' if st in TERMINAL else ''}")
+            return "read the guard's owner" if not a.ended else "the attempt ended"
+        out = _write(r, w, k, a)
+        want = d.get("outcome")
+        if want == "written" and out.startswith("wrote nothing"):
+            raise _Blocked(f"{w} {out}")
+        if want == "written" and out != f"wrote {d.get('status')}":
+            raise _Blocked(f"{w}'s write is '{out}'; in the model {d.get('status')}")
+        if want == "refused" and not (out.startswith("wrote nothing") and a.ended):
+            raise _Blocked(f"{w}'s put_if_owner {out}; in the model refused")
+        return out
+    if act == "ExternalCall":
+        before = r.store.external_calls(k)
+        _answer_for(r, i, w)
+        _advance(r, a, w)
+        if r.store.external_calls(k) == before:
+            raise _Blocked(f"{w}'s external_call is refused: its attempt no longer owns the guard")
+        return f"called ({r.store.external_calls(k)} call(s) with key {k})"
+    if act == "GuardRenew":
+        for renew in list(a.inv.renewers):
+            renew()
+        if d.get("outcome") == "lost":
+            _advance(r, a, w)
+            if not a.ended:
+                raise _Blocked(f"{w}'s guard renewal finds its guard; in the model it is lost")
+        return d.get("outcome", "renewed")
+    if act == "GuardRelease":
+        _advance(r, a, w)
+        if not a.ended:
+            raise _Blocked(f"{w}'s attempt goes on; in the model it releases the guard")
+        return "released" + ("" if a.done else " (not done)")
+    if act == "Ack":
+        if not a.done:
+            raise _Blocked(f"{w}'s attempt ended not done: its delivery is not acked")
+        ok = r.queue.ack(w, r.now(), a.inv.entry, k)
+        r.attempts.pop(w, None)
+        return "acked" if ok else "acked nothing (already acked)"
+    raise _Blocked(f"no replay for {act}")
+
+
+def _broken(r: _Runner, prop: str | None, idempotent: bool) -> str | None:
+    for k in r.schedule["constants"].get("Commands", ["k1"]):
+        status = r.store.status(k)
+        first = r.first_terminal.get(k)
+        if prop == "TerminalIsStable" and first is not None and status not in (first, None):
+            return f"TerminalIsStable: {k} was {first}, is now {status}"
+        calls = r.store.external_calls(k)
+        if prop == "ExternalOnce" and (calls if not idempotent else min(calls, 1)) > 1:
+            return f"ExternalOnce: {k}'s remote was called {calls} times (an uncooperative remote acts on each)"
+    if prop == "NoRestart" and r.restarted:
+        return "NoRestart: SUBMITTING written to a command that had reached a terminal status"
+    if prop == "NoStaleWrite" and r.stale_write:
+        return "NoStaleWrite: a state write committed by an attempt that did not own the guard"
+    return None
+
+
+def command_config(gates: Mapping[str, bool]) -> tuple[Gates, Settings]:
+    """The command layer's gates and settings for a model's gates."""
+    off = [GATES[g] for g, v in gates.items() if g in GATES and not v]
+    settings = Settings(visibility_timeout_ms=30 * TICK_MS, guard_ttl_ms=GUARD_TTL_MS, state_ttl_ms=STATE_TTL_MS,
+                        heartbeat_ms=TICK_MS)
+    return Gates().off(*off), settings
+
+
+def replay(schedule: Mapping[str, Any], *, store: str = "memory://") -> Replay:
+    """Run `schedule` (from `conformance.replay.command_map`) on the command layer (fakeredis)."""
+    prop = schedule.get("property")
+    gates, settings = command_config(schedule.get("gates", {}))
+    result = Replay("held", prop, "", gates=gates.as_dict())
+    steps = list(schedule["steps"])
+    for i, s in enumerate(steps, 1):
+        if s["action"] in UNMAPPED:
+            result.verdict, result.step, result.reason = "unmapped", i, f"step {i} {s['action']}: {UNMAPPED[s['action']]}"
+            return result
+    if prop not in SAFETY + LIVENESS:
+        result.verdict, result.reason = "unmapped", f"{prop}: the command replay checks {', '.join(SAFETY + LIVENESS)} only"
+        return result
+    if not store.startswith("memory"):
+        result.notes.append("the command replay runs on fakeredis only")
+    idempotent = bool(schedule.get("gates", {}).get("ExternalIdempotent", True))
+    r = _Runner(schedule, gates, settings)
+    with virtual_time(r.clock):
+        for i, s in enumerate(steps, 1):
+            name = _describe(s)
+            try:
+                outcome = _take(r, i, s)
+            except _Blocked as b:
+                result.verdict, result.step, result.reason = "blocked", i, f"step {i} {name}: {b}"
+                result.lines.append(Line(i, name, "BLOCKED", r.rows()))
+                return result
+            result.lines.append(Line(i, name, outcome, r.rows()))
+            broken = _broken(r, prop, idempotent)
+            if broken:
+                result.verdict, result.step, result.reason = "reproduced", i, f"after step {i} {name}: {broken}"
+                return result
+        if prop in LIVENESS:
+            left = _drain(r)
+            if left:
+                result.verdict, result.reason = "reproduced", f"after the schedule and the drain: EveryCommandDone: {left}"
+            else:
+                result.verdict = "blocked"
+                result.reason = (f"the counterexample's endless end cannot happen here: after its {len(steps)} steps, a "
+                                 f"fair drain ({DRAIN_ROUNDS} rounds: deliveries run to their end, acked) finishes every command")
+            return result
+    result.reason = f"the schedule ran to its end ({len(steps)} steps) and {prop} held"
+    return result
+
+
+def _drain(r: _Runner) -> str:
+    """Faults stop: paused workers resume, every live attempt runs to its end, and each round a
+    free worker takes any pending message (new first) and runs it to the end. What is not done."""
+    r.paused.clear()
+    for _ in range(DRAIN_ROUNDS):
+        for w in r.workers:
+            a = r.attempts.get(w)
+            if a is None or a.ended:
+                got = r.queue.receive_new(w, r.now()) or r.queue.reclaim(w, r.now(), 0)
+                if got is None:
+                    continue
+                inv = Invocation(got.entry, got.payload, got.deliveries, got.source, got.cmd)
+                a = r.attempts[w] = _Attempt(inv, r.procs[w].steps(inv))
+            while not a.ended:
+                _advance(r, a, w)
+            if a.done:
+                r.queue.ack(w, r.now(), a.inv.entry, a.inv.cmd)
+            r.attempts.pop(w, None)
+        r.clock.advance(TICK_MS)
+    left = []
+    for k in r.schedule["constants"].get("Commands", ["k1"]):
+        st = r.store.status(k)
+        if st is not None and st not in TERMINAL:
+            left.append(f"{k} still {st}")
+    if r.queue.pending_count() or r.queue.stream_length():
+        left.append(f"{r.queue.stream_length()} message(s) not acked")
+    return "; ".join(left)
+
+
+def _describe(s: Mapping[str, Any]) -> str:
+    args = ", ".join(x for x in (s.get("node"), s.get("wf")) if x)
+    return f"{s['action']}({args})" if args else s["action"]

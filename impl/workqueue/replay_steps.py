@@ -1,0 +1,294 @@
+"""The steps of a queue replay (`replay.py`): each action of tla/WorkQueue.tla as calls on
+`QueueNode`s. A `Runner` holds the nodes, the model's entries as stream ids and what each node
+holds; `take_step` makes one step happen and raises `Blocked`, saying why, when the queue cannot
+take it as the schedule has it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from impl.clock import VirtualClock
+from impl.replay import Line
+from impl.workqueue.config import Gates, Settings
+from impl.workqueue.core import Invocation
+from impl.workqueue.errors import StoreFault
+from impl.workqueue.node import QueueNode
+from impl.workqueue.sim_redis import RedisTimeWarp, fake_client
+from impl.workqueue.store import GROUP, QueueStore
+
+TICK_MS = 1_000
+
+
+class Blocked(Exception):
+    """The queue cannot take a step as the schedule has it (the message says why)."""
+
+
+class Runner:
+    """One replay: the nodes, the model's entries as stream ids, and what each node holds."""
+
+    def __init__(self, schedule: Mapping[str, Any], gates: Gates, settings: Settings,
+                 client: Any = None, prefix: str = "replay") -> None:
+        self.c = schedule["constants"]
+        self.steps: list[dict[str, Any]] = list(schedule["steps"])
+        self.gates, self.settings = gates, settings
+        self.clock = VirtualClock(1_000_000)
+        # fakeredis (its clock patched by `virtual_time`), or a real server whose clock is
+        # warped for this prefix's keys (`RedisTimeWarp`).
+        self.client = client if client is not None else fake_client()
+        self.store = QueueStore(self.client, prefix, explicit_ids=True)
+        self.warp: RedisTimeWarp | None = None
+        if client is not None:
+            self.warp = RedisTimeWarp(self.client, prefix, self.store.stream, GROUP)
+            self.warp.start(self.clock.now_ms())
+        self.names = tuple(self.c.get("Consumers", ["c1", "c2"]))
+        self.nodes = {n: QueueNode(self.store, n, self.clock, settings, gates) for n in self.names}
+        self.ids: dict[str, str] = {}  # model entry -> stream id
+        self.undelivered: set[str] = set()  # stream ids offered and never delivered
+        self.invs: dict[tuple[str, str], Invocation] = {}  # (consumer, entry): delivered, not ended
+        self.touched: dict[str, int] = {}  # stream id -> when it was last delivered or renewed (ms)
+        self.touched_by: dict[str, str] = {}  # stream id -> what touched it last
+        self.start = self.clock.now_ms()
+        self.lagging: set[tuple[str, str]] = set()  # (consumer, entry): its lease may lapse unnoticed
+        self.paused: set[str] = set()
+        self.closing: set[str] = set()  # closed: no more polls; the heartbeat as consumer.py close
+        self.tick = 0
+        self.events = 0
+        self.lines: list[Line] = []  # the replay's lines (the hook of a renewal adds to them)
+        self.done: set[int] = set()  # steps already taken (inside a renewal's hook)
+        self.claim: str | None = None  # set by a non-atomic renewal's hook: its claim's step
+
+    def now(self) -> int:
+        return self.clock.now_ms()
+
+    def advance(self, ms: int) -> None:
+        """Move the virtual clock (and a real server's warped clock with it)."""
+        self.clock.advance(ms)
+        if self.warp is not None:
+            self.warp.advance(ms)
+
+    def new_events(self) -> list[dict[str, Any]]:
+        evs = self.store.events()
+        new, self.events = evs[self.events:], len(evs)
+        return new
+
+    def rows(self) -> str:
+        parts = []
+        for e, i in sorted(self.ids.items()):
+            owner = self.store.pending_owner(i)
+            parts.append(f"{e}: {'pending, owner ' + owner if owner else 'not pending'}")
+        return "; ".join(parts) or "-"
+
+    def entry(self, e: str) -> str:
+        if e not in self.ids:
+            raise Blocked(f"{e} was never offered")
+        return self.ids[e]
+
+    def up(self, c: str) -> QueueNode:
+        if c in self.paused:
+            raise Blocked(f"{c} is paused")
+        return self.nodes[c]
+
+
+def _outcome(evs: list[dict[str, Any]], op: str) -> str | None:
+    for ev in reversed(evs):
+        if ev.get("op") == op:
+            return str(ev.get("outcome"))
+    return None
+
+
+def take_step(r: Runner, s: dict[str, Any]) -> str:
+    a, c, e, d = s["action"], s["node"], s["wf"], s["detail"]
+    if a == "Tick":
+        beats = _tick(r)
+        return f"+{TICK_MS} ms" + (f" ({beats})" if beats else "")
+    if a == "Offer":
+        r.ids[e] = r.store.offer("producer", r.now(), e)
+        r.undelivered.add(r.ids[e])
+        return f"offered as {r.ids[e]}"
+    if a == "Pause":
+        r.paused.add(c)
+        r.lagging |= {(c, x) for (n, x) in r.invs if n == c}
+        return "paused: its leases may lapse"
+    if a == "Close":
+        r.closing.add(c)
+        waits = r.gates.close_waits_for_handlers
+        return "closing: no more polls, " + ("heartbeat on until its calls end" if waits else "heartbeat stopped")
+    if a == "Resume":
+        r.paused.discard(c)
+        return "resumed"
+    if a == "HeartbeatLag":
+        r.lagging.add((c, e))
+        return "its heartbeat runs late"
+    if a == "Crash":
+        r.nodes[c] = QueueNode(r.store, c, r.clock, r.settings, r.gates)
+        r.invs = {k: v for k, v in r.invs.items() if k[0] != c}
+        r.paused.discard(c)
+        return "crashed: its hand-offs and calls are gone"
+    if a in ("ReceiveNew", "Reclaim", "EmptyPoll"):
+        return _poll(r, s)
+    if a == "InvokeStart":
+        inv = r.invs.get((c, e))
+        if inv is None:
+            raise Blocked(f"{c} holds no hand-off of {e}")
+        node = r.up(c)
+        if d.get("outcome") == "rejected":
+            node.reject(inv)
+            r.invs.pop((c, e))
+            return "rejected"
+        if d.get("outcome") != "started":
+            raise Blocked(f"{c}'s {e} is {d.get('outcome')} in the model; the node drops a duplicate at its poll")
+        node.start(inv)
+        return "started"
+    if a in ("Renew", "RenewCheck"):
+        return _renew(r, s)
+    if a == "RenewClaim":
+        raise Blocked(f"{c}'s RenewClaim of {e} has no RenewCheck before it")
+    if a == "InvokeEnd":
+        inv = r.invs.pop((c, e), None)
+        if inv is None or not inv.running:
+            raise Blocked(f"{c} runs no invocation of {e}")
+        i = r.steps.index(s)
+        ack = next((x for x in r.steps[i + 1:] if x["action"] == "Ack" and (x["node"], x["wf"]) == (c, e)), None)
+        if ack is not None and ack["detail"].get("outcome") == "failed":
+            r.store.faults.fail("ack", c)
+        try:
+            r.up(c).finish(inv, d.get("result", "done"))
+        except StoreFault:
+            pass  # the planned ack failure (the model's Ack failed)
+        r.lagging.discard((c, e))
+        evs = r.new_events()
+        return f"ended {d.get('result')}, then {_outcome(evs, 'ack') or _outcome(evs, 'release') or 'nothing'}"
+    if a in ("Ack", "Release"):
+        return "done by the node's finish at InvokeEnd"
+    raise Blocked(f"no replay for {a}")
+
+
+def _poll(r: Runner, s: dict[str, Any]) -> str:
+    a, c, e = s["action"], s["node"], s["wf"]
+    if c in r.closing:
+        raise Blocked(f"{c} is closing: it polls no more")
+    inv = r.up(c).poll_and_admit()
+    if a == "EmptyPoll":
+        if inv is not None:
+            raise Blocked(f"{c}'s poll delivers {inv.entry}; in the model it finds nothing")
+        return "nothing"
+    if inv is None:
+        if a == "Reclaim" and e in r.ids and r.ids[e] in r.touched:
+            t, who = r.touched[r.ids[e]], r.touched_by.get(r.ids[e], "?")
+            raise Blocked(f"{c}'s poll delivers nothing: {e} has been idle {r.now() - t} ms, under the visibility "
+                           f"timeout of {r.settings.visibility_timeout_ms} ms ({who} at {t - r.start} ms)")
+        raise Blocked(f"{c}'s poll delivers nothing (no permit, no new entry, none idle for "
+                       f"{r.settings.visibility_timeout_ms} ms){' : ' + r.rows()}")
+    want = "new" if a == "ReceiveNew" else "reclaim"
+    if want == "new" and inv.source == "new" and inv.entry != r.entry(e) and inv.entry in r.undelivered \
+            and r.ids[e] in r.undelivered:
+        # Undelivered entries are alike in the model (it picks any), the stream gives the oldest:
+        # the model's name goes with the entry delivered.
+        other = next(k for k, v in r.ids.items() if v == inv.entry)
+        r.ids[e], r.ids[other] = r.ids[other], r.ids[e]
+    if inv.entry != r.entry(e) or inv.source != want:
+        raise Blocked(f"{c}'s poll delivers {inv.entry} ({inv.source}); in the model {e} ({want})")
+    r.undelivered.discard(inv.entry)
+    r.nodes[c].reserve(inv)
+    r.invs[(c, e)] = inv
+    r.touched[inv.entry] = r.now()
+    r.touched_by[inv.entry] = f"delivered to {c}"
+    return f"delivered ({inv.source}, delivery {inv.deliveries})"
+
+
+def _renew(r: Runner, s: dict[str, Any]) -> str:
+    a, c, e, d = s["action"], s["node"], s["wf"], s["detail"]
+    node = r.up(c)
+    mine = [inv for inv in node.active.all() if inv.running]  # what its heartbeat renews
+    if not any(inv.entry == r.entry(e) for inv in mine):
+        raise Blocked(f"{c} runs no call of {e} for its heartbeat to renew")
+    if len(mine) > 1:
+        raise Blocked(f"{c}'s heartbeat renews every call it runs ({len(mine)}), not {e} alone")
+    inv = mine[0]
+    if not r.gates.heartbeat:
+        raise Blocked(f"{c} has no heartbeat (gate heartbeat off): nothing renews {e}")
+    if c in r.closing and not r.gates.close_waits_for_handlers:
+        raise Blocked(f"{c}'s close stopped its heartbeat (close_waits_for_handlers off)")
+    if a == "RenewCheck":
+        i = r.steps.index(s)
+        j = next((k for k in range(i + 1, len(r.steps)) if r.steps[k]["action"] == "RenewClaim"
+                  and (r.steps[k]["node"], r.steps[k]["wf"]) == (c, e)), None)
+        if j is None:
+            raise Blocked(f"{c}'s RenewCheck of {e} has no RenewClaim after it")
+        between = r.steps[i + 1:j]
+        if any(b["node"] == c and b["action"] in ("Renew", "RenewCheck", "InvokeEnd") for b in between):
+            raise Blocked(f"{c} acts on {e} between the read and the claim of its renewal")
+        r.done.add(id(r.steps[j]))  # the heartbeat's claim is the RenewClaim (or an atomic renewal's)
+
+        def hook(entry: str) -> None:
+            r.lines.append(Line(len(r.lines) + 1, describe(s), f"read: owner {r.store.pending_owner(entry)}", r.rows()))
+            r.claim = describe(r.steps[j])
+            _run_between(r, between)
+
+        node.between_renew_check_and_claim = hook
+    lost = inv.lost
+    try:
+        node.heartbeat()
+    finally:
+        node.between_renew_check_and_claim = None
+    refused = inv.lost and not lost
+    if not refused:
+        r.touched[inv.entry] = r.now()
+        r.touched_by[inv.entry] = f"renewed by {c}"
+        r.lagging.discard((c, e))
+    want = d.get("outcome")
+    if want == "renewed" and refused:
+        raise Blocked(f"{c}'s renewal of {e} is refused: a peer owns it (the owner check)")
+    if want == "refused" and not refused:
+        raise Blocked(f"{c}'s renewal of {e} succeeds; in the model it is refused")
+    return "refused" if refused else "renewed"
+
+
+def _run_between(r: Runner, steps: list[dict[str, Any]]) -> None:
+    """The steps the schedule puts between a non-atomic renewal's read and its claim."""
+    for s in steps:
+        try:
+            outcome = take_step(r, s)
+        except Blocked as b:
+            raise Blocked(f"between the read and the claim of the renewal, {describe(s)}: {b}") from None
+        r.lines.append(Line(len(r.lines) + 1, describe(s), outcome, r.rows()))
+        r.done.add(id(s))
+
+
+def _tick(r: Runner) -> str:
+    """One tick. Before it lets a running call's entry idle for the visibility timeout, the
+    node's own heartbeat runs (the spec's timing assumption: a heartbeat that is on renews in
+    time), unless the node is paused, the call lags or is lost, or its consumer is closing
+    without waiting (consumer.py close stops the heartbeat). A hand-off that would lapse
+    before its handler starts is `blocked` (the spec's prompt hand-off)."""
+    vt, nxt = r.settings.visibility_timeout_ms, r.now() + TICK_MS
+    beats = []
+    for (c, e), inv in sorted(r.invs.items()):
+        if c in r.paused or (c, e) in r.lagging or inv.lost or nxt - r.touched.get(inv.entry, r.now()) < vt:
+            continue
+        if not inv.running:
+            raise Blocked(f"time would let {e} idle for the visibility timeout in {c}'s hand-off, "
+                           "which starts its handler before that")
+        if c in r.closing and not r.gates.close_waits_for_handlers:
+            continue
+        if r.now() < nxt - 1:
+            # At the last ms before the lapse: a call's age then is past MaxProc ticks exactly
+            # when the spec's elapsed has reached MaxProc (Heartbeats: elapsed < MaxProc).
+            r.advance(nxt - 1 - r.now())
+        r.new_events()  # what came before is not this heartbeat's
+        r.nodes[c].heartbeat()
+        renewed = _outcome(r.new_events(), "renew")
+        if renewed == "renewed":
+            r.touched[inv.entry] = r.now()
+            r.touched_by[inv.entry] = f"renewed by {c}'s heartbeat"
+        beats.append(f"{c}'s heartbeat first: {e} {renewed or 'not renewed'}")
+    r.tick += 1
+    r.advance(nxt - r.now())
+    return "; ".join(beats)
+
+
+def describe(s: Mapping[str, Any]) -> str:
+    args = ", ".join(x for x in (s.get("node"), s.get("wf")) if x)
+    return f"{s['action']}({args})" if args else s["action"]
