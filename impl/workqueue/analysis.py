@@ -85,12 +85,9 @@ def summary(events: list[Mapping[str, Any]], statuses: Mapping[str, str] | None 
         calls = list(external_calls.values())
         out["external_calls"] = {"total": sum(calls), "min": min(calls), "max": max(calls),
                                  "mean": round(sum(calls) / len(calls), 3)}
-        # A repeat call with the same key is expected after an attempt threw mid-call; any other
-        # repeat means two attempts got past the guard (or one went stale).
-        threw = Counter(ev.get("cmd") for ev in events
-                        if ev["op"] == "invoke_end" and (ev.get("args") or {}).get("result") == "threw")
-        out["external_calls"]["repeats_not_after_a_throw"] = sum(
-            max(0, n - 1 - threw[cmd]) for cmd, n in external_calls.items())
+        # A repeat call with the same key is expected after an earlier call failed to finish (it
+        # threw, or its attempt went stale); any other repeat means two attempts got past the guard.
+        out["external_calls"]["unexplained_repeats"] = len(unexplained_calls(events))
     return out
 
 
@@ -170,6 +167,19 @@ def stale_writes(events: Iterable[Mapping[str, Any]]) -> list[str]:
     return bad
 
 
+def stale_calls(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """TraceCommandQueue.tla's NoStaleCall, over a trace: an external call made by an attempt
+    that did not own the guard (the script's owner check skipped). One message each."""
+    bad = []
+    for i, ev in enumerate(events, start=1):
+        if ev.get("op") == "external_call" and ev.get("outcome") == "called":
+            attempt = (ev.get("args") or {}).get("attempt")
+            owner = ((ev.get("state") or {}).get("guard") or {}).get("owner")
+            if owner != attempt:
+                bad.append(f"event {i}: {attempt} called {ev.get('cmd')} while the guard was {owner!r}'s")
+    return bad
+
+
 def restarts(events: Iterable[Mapping[str, Any]]) -> list[str]:
     """CommandQueue.tla's NoRestart: a SUBMITTING write to a command that had been terminal."""
     terminal: set[str] = set()
@@ -210,19 +220,35 @@ def call_windows(events: Iterable[Mapping[str, Any]]) -> dict[str, str]:
 def unexplained_calls(events: Iterable[Mapping[str, Any]]) -> list[str]:
     """ExternalOnce as the implementation can keep it (its external system is idempotent by
     key, CommandQueue.tla's ExternalIdempotent): a command's external call is repeated only
-    after every earlier call failed to finish, i.e. no earlier caller of that command had
-    written PROCESSING (the call's answer) before it. One message per unexplained call."""
+    when every earlier call of it failed to finish: its attempt ended without writing
+    PROCESSING (a refused write or call, a lost renewal, a release), its guard passed to
+    another attempt (a stale caller), or its handler threw. One message per unexplained call:
+    a repeat after an earlier caller had its answer, or while one still held on."""
     callers: dict[str, list[str]] = {}
+    failed: set[str] = set()
     answered: set[str] = set()
+    throws: Counter[str] = Counter()
     bad = []
     for i, ev in enumerate(events, start=1):
-        op, cmd = ev.get("op"), ev.get("cmd")
+        op, cmd, outcome = ev.get("op"), ev.get("cmd"), ev.get("outcome")
         args = ev.get("args") or {}
-        if op == "external_call" and ev.get("outcome") == "called":
-            done = [a for a in callers.get(cmd, []) if a in answered]
+        a = args.get("attempt")
+        if op == "external_call" and outcome == "called":
+            done = [b for b in callers.get(cmd, []) if b in answered]
+            live = [b for b in callers.get(cmd, []) if b not in answered and b not in failed]
             if done:
-                bad.append(f"event {i}: {args.get('attempt')} called {cmd} again after {done[0]} had its answer")
-            callers.setdefault(cmd, []).append(args.get("attempt"))
-        elif op == "put_if_owner" and ev.get("outcome") == "written" and args.get("status") == "PROCESSING":
-            answered.add(args.get("attempt"))
+                bad.append(f"event {i}: {a} called {cmd} again after {done[0]} had its answer")
+            elif len(live) > throws[cmd]:
+                bad.append(f"event {i}: {a} called {cmd} while {live[0]} still held on to its call")
+            callers.setdefault(cmd, []).append(a)
+        elif op == "put_if_owner" and outcome == "written" and args.get("status") == "PROCESSING":
+            answered.add(a)
+        elif op == "guard_take" and outcome == "taken":
+            failed.update(b for b in callers.get(cmd, []) if b != a and b not in answered)  # stale now
+        elif (op, outcome) in {("put_if_owner", "refused"), ("external_call", "refused"), ("guard_renew", "lost")} \
+                or op == "guard_release":
+            if a not in answered:
+                failed.add(a)
+        elif op == "invoke_end" and args.get("result") == "threw" and cmd is not None:
+            throws[cmd] += 1
     return bad

@@ -142,7 +142,8 @@ class QueueNode:
                 if self.store.ack(self.name, self.now(), inv.entry, inv.cmd):
                     self.stats["acked"] += 1
             else:
-                self.store.release(self.name, self.now(), inv.entry)
+                # Owner-checked like a renewal (gate renew_owner_check: WorkQueue.tla's Release).
+                self.store.release(self.name, self.now(), inv.entry, check_owner=self.gates.renew_owner_check)
         except Exception:
             self.stats["ack_failed"] += 1
             raise

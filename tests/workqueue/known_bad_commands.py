@@ -203,7 +203,7 @@ def _pause_before_the_call(store: Any, consumer: Any, once: list[bool], pause_s:
 CORPUS = (
     ("sim-guard-taken-without-nx.ndjson", "no_nx", 1),
     ("sim-guard-ttl-below-heartbeat.ndjson", "short_ttl", 0),
-    ("sim-stale-attempt-calls-remote.ndjson", "stale_call", 3),
+    ("sim-stale-attempt-calls-remote.ndjson", "stale_call", 10),
 )
 
 

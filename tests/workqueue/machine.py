@@ -17,7 +17,8 @@ Invariants, after every step, are named as the properties of `tla/WorkQueue.tla`
 
 - `NoOverlappingInvocations`: no entry held by two running invocations at once (`Holds`);
 - `PermitBound`: no node runs more handlers at once than its concurrency;
-- `NoStaleWrite`: no state write commits unless its attempt owns the guard (attempt guard on);
+- `NoStaleWrite`, `NoStaleCall` (TraceCommandQueue.tla): no state write commits, and no external
+  call is made, unless its attempt owns the guard (attempt guard on);
 - `TerminalIsStable`, `NoRestart`: a terminal command stays so and never starts again;
 - `OneLiveAttempt`: at most one attempt of a command in its call window holds its entry (and,
   with the attempt guard on, the guard);
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import strategies as st
+from hypothesis import target
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from impl.workqueue import analysis
@@ -49,11 +51,13 @@ from impl.workqueue.sim_redis import real_client
 NODES = ("n1", "n2")
 COMMANDS = ("c0", "c1")
 RESULTS = ("done", "not_done", "threw")
-DRAIN_STEPS = 3_000
+DRAIN_ROUNDS = 200
 MAX_OFFERS = 3
 # How long `time_passes` lets pass: the spans that matter to leases (scaled on a real server).
-SPANS = ("a moment", "a heartbeat", "a lease", "past max processing")
-FAULT_ACTIONS = {"crash", "reject", "ack_fault", "lag", "close"}
+SPANS = ("a lease", "past max processing", "a heartbeat", "a moment")
+# The simulation's fault actions, as a schedule names them (`fault`), and all that stop in the drain.
+FAULTS = {"crash": "crash", "close": "close", "ack_fault": "next ack fails", "reject": "poll, rejected"}
+FAULT_ACTIONS = {*FAULTS, "lag"}
 
 
 def config(system: str, gates: Gates) -> SimConfig:
@@ -127,6 +131,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.unsent: set[str] = set()  # commands whose client saw its submit fail (lost offer)
         self.offers = 0
         self._seen: list[dict[str, Any]] = []
+        self.longest_call = 0  # ms: how long the oldest running call has run, at most (a target)
 
     # -- setup and helpers -----------------------------------------------------------------
 
@@ -152,6 +157,9 @@ class QueueMachine(RuleBasedStateMachine):
 
     def _log(self, node: str, step: str, outcome: str = "") -> None:
         self.example.steps.append((node, step, outcome, self._rows()))
+        now = self.s.clock.now_ms()
+        ages = [now - r.inv.started_ms for n in self.s.live() for r in self.s.running[n]]
+        self.longest_call = max([self.longest_call, *ages])
 
     def _rows(self) -> str:
         """The store after a step, briefly: each pending entry's owner and delivery count, each
@@ -192,12 +200,11 @@ class QueueMachine(RuleBasedStateMachine):
         self._log("producer", "offer", self._did(before, "producer"))
 
     @precondition(lambda self: self.sim is not None and self.system == "command")
-    @rule(cmd=st.sampled_from(COMMANDS), lose_offer=st.booleans())
-    def submit(self, cmd: str, lose_offer: bool) -> None:
-        if lose_offer and self.s.faults_used >= self.s.config.faults:
-            lose_offer = False
-        if lose_offer:
-            self.s.faults_used += 1
+    @rule(cmd=st.sampled_from(COMMANDS))
+    def submit(self, cmd: str) -> None:
+        self._submit(cmd, lose_offer=False)
+
+    def _submit(self, cmd: str, *, lose_offer: bool) -> None:
         before = len(self.events())
         self.s.produce("submit_lost" if lose_offer else "submit", cmd)
         self.submitted.add(cmd)
@@ -257,13 +264,13 @@ class QueueMachine(RuleBasedStateMachine):
         self._log(node, f"return {result} {entry}", self._did(before, node))
 
     def _beating(self) -> list[str]:
-        return [n for n in self._nodes("heartbeat") if self.s.running[n]]
+        return [n for n in self._nodes("heartbeat") if n in self.s.lagging]
 
     @precondition(lambda self: bool(self._beating()))
     @rule(data=st.data())
     def heartbeat(self, data: st.DataObject) -> None:
-        """A heartbeat now, of a node running handlers: early, or a paused node's late one
-        (a stale actor resuming)."""
+        """A paused node's late heartbeat: a stale actor resuming (on-time heartbeats come
+        with `time_passes`)."""
         node = data.draw(st.sampled_from(self._beating()), label="node")
         self._act(node, "heartbeat", "heartbeat", node)
 
@@ -294,31 +301,26 @@ class QueueMachine(RuleBasedStateMachine):
         self._log(node, "pause past lease" + (", a peer takes over" if takeover else ""),
                   "; ".join(x for x in (_beats(self.s.on_time_beats[k:]), took) if x))
 
-    def _fault(self, data: st.DataObject, kind: str, label: str) -> None:
-        node = self._node(data, kind)
-        self._act(node, label, kind, node)
+    def _faulty(self) -> list[tuple[str, str]]:
+        if self.sim is None:
+            return []
+        faults = [(a[0], a[1]) for a in self.sim.enabled() if a[0] in FAULTS]
+        if self.system == "command" and self.sim.faults_used < self.sim.config.faults:
+            faults += [("submit_lost", c) for c in COMMANDS]  # the client's offer fails after its state write
+        return faults
 
-    @precondition(lambda self: bool(self._nodes("crash")))
+    @precondition(lambda self: bool(self._faulty()))
     @rule(data=st.data())
-    def crash(self, data: st.DataObject) -> None:
-        self._fault(data, "crash", "crash")
-
-    @precondition(lambda self: bool(self._nodes("close")))
-    @rule(data=st.data())
-    def close(self, data: st.DataObject) -> None:
-        self._fault(data, "close", "close")
-
-    @precondition(lambda self: bool(self._nodes("ack_fault")))
-    @rule(data=st.data())
-    def ack_fails(self, data: st.DataObject) -> None:
-        """A node's next ack aborts in the store."""
-        self._fault(data, "ack_fault", "next ack fails")
-
-    @precondition(lambda self: bool(self._nodes("reject")))
-    @rule(data=st.data())
-    def reject(self, data: st.DataObject) -> None:
-        """A node polls, and its executor rejects what it got."""
-        self._fault(data, "reject", "poll, rejected")
+    def fault(self, data: st.DataObject) -> None:
+        """A fault, within the run's budget: a node crashes, closes, its next ack aborts in the
+        store, or it polls and its executor rejects what it got; a client's submit loses its
+        offer (one rule, so that faults do not crowd out the steps that meet them)."""
+        kind, who = data.draw(st.sampled_from(self._faulty()), label="fault")
+        if kind == "submit_lost":
+            self.s.faults_used += 1
+            self._submit(who, lose_offer=True)
+        else:
+            self._act(who, FAULTS[kind], kind, who)
 
     # -- invariants -------------------------------------------------------------------------
 
@@ -351,6 +353,8 @@ class QueueMachine(RuleBasedStateMachine):
         events = self.events()
         if self.gates.attempt_guard and (bad := analysis.stale_writes(events)):
             self._fail("NoStaleWrite", bad)
+        if self.gates.attempt_guard and (bad := analysis.stale_calls(events)):
+            self._fail("NoStaleCall", bad)
         if bad := analysis.terminal_changes(events):
             self._fail("TerminalIsStable", bad)
         if bad := analysis.restarts(events):
@@ -369,25 +373,32 @@ class QueueMachine(RuleBasedStateMachine):
     # -- the end of an example --------------------------------------------------------------
 
     def _drain(self) -> None:
-        """Faults stop (lagging heartbeats come back once their lag is over), each client whose
-        submit failed submits again, and the nodes step, seeded, until the stream is empty."""
-        rng = random.Random(0)  # the same for every example: a replay drains the same way
+        """Faults stop: each client whose submit failed submits again, and the nodes work in
+        fair rounds (a paused node's late heartbeat, each handler's next step, each node's poll,
+        then a heartbeat's worth of time, heartbeats on time) until the stream is empty."""
         for cmd in sorted(self.unsent):  # a client whose submit failed submits again (the repair)
             self.s.produce("submit", cmd)
             self.example.drain.append(("client", f"submit {cmd}"))
-        for _ in range(DRAIN_STEPS):
+        order = {"heartbeat": 0, "step": 1, "poll": 2}
+        for _ in range(DRAIN_ROUNDS):
             if self.s.finished():
                 return
-            acts = [a for a in self.s.enabled() if a[0] not in FAULT_ACTIONS]
-            act = acts[rng.randrange(len(acts))]
-            self.example.drain.append((act[1] if len(act) > 1 else "-", act[0]))
-            self.s.take(act)
-            self.no_overlapping_invocations()
-            self.command_properties()
+            acts = [a for a in self.s.enabled() if a[0] in order and (a[0] != "heartbeat" or a[1] in self.s.lagging)]
+            for act in sorted(acts, key=lambda a: order[a[0]]):
+                if act in self.s.enabled():  # an earlier step of the round may have changed that
+                    self.example.drain.append((act[1], act[0]))
+                    self.s.take(act)
+                    self.no_overlapping_invocations()
+                    self.command_properties()
+            self.s.elapse(self.s.config.settings.heartbeat_interval_ms)
+            self.example.drain.append(("-", "time"))
 
     def teardown(self) -> None:
         if self.sim is None:
             return
+        # Steer the search (Hypothesis' targeted phase) toward stale actors meeting live ones.
+        target(float(stale_meets_live(self.events())), label="stale actors meeting live ones")
+        target(self.longest_call / self.s.config.settings.visibility_timeout_ms, label="the longest call, in leases")
         try:
             self._drain()
             left = self.s.queue.stream_length()
@@ -406,6 +417,22 @@ class QueueMachine(RuleBasedStateMachine):
                 self.example.trace = path.read_text(encoding="utf-8")
             if self.s.server is not None:
                 self.s.queue.delete_keys()
+
+
+def stale_meets_live(events: list[dict[str, Any]]) -> int:
+    """How many steps a stale actor took while a live one held what it acted on: a command step
+    by an attempt whose guard another attempt holds, a renewal, release or ack of an entry
+    another consumer owns."""
+    n = 0
+    for e in events:
+        state, attempt = e.get("state") or {}, (e.get("args") or {}).get("attempt")
+        owner = (state.get("guard") or {}).get("owner")
+        if attempt is not None and owner not in (None, attempt) and e["op"] != "guard_take":
+            n += 1
+        entry = state.get("entry") or {}
+        if e["op"] in ("renew", "release", "ack") and entry.get("owner") not in (None, e["node"]):
+            n += 1
+    return n
 
 
 def _beats(nodes: list[str]) -> str:

@@ -35,7 +35,8 @@ def test_run_two_consumer_processes(redis_url: str, tmp_path: Path, capsys: pyte
                "--trace-dir", str(tmp_path), "--json", "--timeout", "30"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0, out
-    assert out["commands_done"] == 12 and out["duplicate_invocations"] == 0 and out["terminal_changes"] == 0
+    assert out["commands_done"] == 12 and out["terminal_changes"] == 0
+    assert out["duplicate_invocations"] <= out["lapses_injected"]  # each after a stall let a lease lapse
     assert out["external_calls"]["min"] >= 1
     commands = validate_trace(Path(out["trace"]))
     assert {e["op"] for e in commands} >= {"submit_state", "offer", "receive_new", "guard_take", "put_if_owner",
@@ -55,4 +56,4 @@ def test_run_with_the_attempt_guard_off_fails(redis_url: str, tmp_path: Path, ca
                "--trace-dir", str(tmp_path), "--json", "--timeout", "30", "--gate-off", "attempt_guard"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 1 and not out["ok"]
-    assert out["external_calls"]["repeats_not_after_a_throw"] > 0
+    assert out["external_calls"]["unexplained_repeats"] > 0

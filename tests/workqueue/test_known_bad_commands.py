@@ -39,7 +39,7 @@ pytestmark = pytest.mark.tlc
 KNOWN_BAD = {
     "sim-guard-taken-without-nx.ndjson": (28, {"guard_expires", "counted_stalls"}),
     "sim-guard-ttl-below-heartbeat.ndjson": (5, {"GuardOutlivesRenewal"}),
-    "sim-stale-attempt-calls-remote.ndjson": (36, {"NoStaleCall"}),
+    "sim-stale-attempt-calls-remote.ndjson": (17, {"NoStaleCall"}),
 }
 
 

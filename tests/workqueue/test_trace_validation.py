@@ -236,20 +236,24 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     # The seeds below break the promise with the guard off (found by `workqueue sim`); each
     # expectation is recomputed from the trace, so a changed simulation fails loudly, not quietly.
     quiet = dict(crashes=0, faults=0, lags=4, closes=0)
-    seize = [p for seed in (75, 79) for p in simulate(out, "workqueue", seed, Gates().off("renew_owner_check"), **quiet)]
+    seize = [p for seed in (0, 1) for p in simulate(out, "workqueue", seed, Gates().off("renew_owner_check"), **quiet)]
     unguarded = simulate(out, "command", 13, Gates().off("attempt_guard"), crashes=1, faults=2, lags=2, closes=1)[:1]
     two_step = simulate(out, "command", 0, Gates().off("atomic_put_if_owner"), crashes=1, faults=2, lags=2, closes=1)[:1]
     expect = {str(p): seized_back(p) for p in seize}
     expect |= {str(p): second_attempt_at_once(p) for p in unguarded}
     expect |= {str(p): stale_write(p) for p in two_step}
     assert all(expect.values()), f"each guard-off run must break the promise somewhere: {expect}"
-    # Two designed workqueue runs, each with a renewal dropped and one committed twice.
-    cut = [m for p in good if p.name.startswith("workqueue-") for m in renewal_cut(p)][:4]
+    # Two designed workqueue runs, each with a renewal dropped and one committed twice: runs
+    # with no heartbeat lag, whose budget could pay for a renewal that never came.
+    steady = [p for seed in range(4) for p in simulate(out, "workqueue", seed, crashes=1, faults=2, lags=0, closes=1)]
+    cut = [m for p in steady for m in renewal_cut(p)][:4]
     assert len(cut) == 4, "the designed runs must renew an entry that then sees another renewal or its ack"
     # Budgets: the designed workqueue runs (and seed 9, whose crash is needed: its node holds an
-    # entry and logs no more) with one fault fewer than they injected, or no crash.
+    # entry and logs no more; seed 7, which rejects) with one fault fewer than they injected, or
+    # no crash.
     seed9 = simulate(out, "workqueue", 9, **faults)[0]
-    fewer = [f for p in [*good, seed9] if p.name.startswith("workqueue-") for f in one_fault_fewer(p)]
+    seed7 = simulate(out, "workqueue", 7, **faults)[0]  # an executor rejection
+    fewer = [f for p in [*good, seed9, seed7] if p.name.startswith("workqueue-") for f in one_fault_fewer(p)]
     nine = read_trace_file(seed9)
     assert nine.header["faults"]["crash"] == 1
     fewer.append((with_header(nine, "crash-1", **{"faults.crash": 0}), "RenewedWithinVT", None))
