@@ -90,8 +90,8 @@ fi
 # both nodes stay, so that stale nodes meet live peers (a pause past the lease, a takeover, then
 # the stale node's renewal, release or write refused while the peer holds the entry or guard).
 sims() {  # sims SYSTEM DIR [--redis URL]
-  try "$1 sim $3" lp workqueue sim --system "$1" --seeds 20 --trace-dir "$2" "${@:3}"
-  try "$1 sim, both nodes stay $3" lp workqueue sim --system "$1" --seeds 20 --first-seed 100 --crashes 0 --closes 0 \
+  try "$1 sim ${3:-}" lp workqueue sim --system "$1" --seeds 20 --trace-dir "$2" "${@:3}"
+  try "$1 sim, both nodes stay ${3:-}" lp workqueue sim --system "$1" --seeds 20 --first-seed 100 --crashes 0 --closes 0 \
     --trace-dir "$2" "${@:3}"
 }
 step "work queue and command layer: seeded simulations"
