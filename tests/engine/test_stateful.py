@@ -51,7 +51,7 @@ def budget(examples: int, **kw: object) -> settings:
     scale = settings.default.max_examples / DEFAULT_EXAMPLES
     kw.setdefault("derandomize", not nightly())
     kw.setdefault("stateful_step_count", round(30 * settings.default.stateful_step_count / DEFAULT_STEPS))
-    return settings(max_examples=max(1, round(examples * scale)), deadline=None, database=None,
+    return settings(max_examples=max(1, round(examples * scale)), deadline=None, database=None, print_blob=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much], **kw)
 
 

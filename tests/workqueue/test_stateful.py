@@ -43,11 +43,14 @@ GUARDS = [
 
 
 def budget(examples: int, **kw: object) -> settings:
-    """Derandomized: the same examples every run, so a verdict never depends on luck (`-m slow`
-    explores at random, at length)."""
-    kw.setdefault("derandomize", True)
+    """`examples`, scaled by the loaded Hypothesis profile (nightly: ten times as many, at
+    random). The default run is derandomized: the same examples every run, so a verdict never
+    depends on luck. A failure prints its `@reproduce_failure` blob, to replay it byte for byte."""
+    nightly = settings.default is settings.get_profile("nightly")
+    kw.setdefault("derandomize", not nightly)
     kw.setdefault("stateful_step_count", 30)
-    return settings(max_examples=examples, deadline=None, database=None, report_multiple_bugs=False,
+    return settings(max_examples=examples * (10 if nightly else 1), deadline=None, database=None,
+                    report_multiple_bugs=False, print_blob=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much], **kw)
 
 
