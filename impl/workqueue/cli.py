@@ -60,7 +60,7 @@ def _sim(args: argparse.Namespace) -> int:
         config = for_real_server(config)
     bad = 0
     for seed in range(args.first_seed, args.first_seed + args.seeds):
-        server = Server(client, f"lp-{tag}-seed{seed}-{uuid.uuid4().hex[:8]}") if client is not None else None
+        server = Server(client, f"lp-{tag}-seed{seed}-{uuid.uuid4().hex[:8]}", args.redis) if client is not None else None
         sim = seeded(config, seed, server)
         out = sim.run()
         path = sim.write_trace(args.trace_dir / f"{tag}-seed{seed}.ndjson", run=f"{tag} seed {seed}")

@@ -85,6 +85,7 @@ class Server:
 
     client: Any
     prefix: str
+    url: str = "redis"  # for error messages
 
 
 class SimApp:
@@ -151,8 +152,9 @@ class Simulation:
         cfg = self.config
         self.client = fake_client() if self.server is None else self.server.client
         prefix = "sim" if self.server is None else self.server.prefix
-        self.queue = QueueStore(self.client, prefix, explicit_ids=True)
-        self.cstore = CommandStore(self.client, prefix, faults=self.queue.faults)
+        url = "fakeredis" if self.server is None else self.server.url
+        self.queue = QueueStore(self.client, prefix, url=url, explicit_ids=True)
+        self.cstore = CommandStore(self.client, prefix, url=url, faults=self.queue.faults)
         if self.server is not None:
             self.warp = RedisTimeWarp(self.client, prefix, self.queue.stream, GROUP)
             self.warp.start(self.clock.now_ms())

@@ -170,3 +170,8 @@ def test_cli_reports_and_fails_per_source(tmp_path: Path) -> None:
     doc = json.loads(check("--coverage-per-source", "--json").stdout)
     assert {(c["source"], tuple(c["missing"])) for c in doc["coverage_per_source"]} == {
         (str(traces / "two-nodes"), ()), (str(traces / "to-limit"), ("n1 steps to 1",))}
+    # A source named --union-only counts toward the whole set only, and its line says so.
+    union = check("--coverage-per-source", "--union-only", "to-*")
+    assert union.returncode == 0, union.stdout + union.stderr
+    assert "MISSING n1 steps to 1 (0 of 1 seen) (counts toward the whole set only: --union-only)" in union.stdout
+    assert check("--coverage-per-source", "--union-only", "two-*").returncode == 1

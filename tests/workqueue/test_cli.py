@@ -24,6 +24,14 @@ def test_unreachable_redis_is_one_clear_line(tmp_path: Path, capsys: pytest.Capt
     assert "Traceback" not in err
 
 
+def test_a_simulation_on_an_unreachable_redis_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["workqueue", "sim", "--redis", "redis://127.0.0.1:1/0", "--seeds", "1", "--trace-dir", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("leaseproof: error: Redis at redis://127.0.0.1:1/0 does not answer")
+
+
 def test_unknown_gate_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["workqueue", "run", "--gate-off", "no_such_gate", "--trace-dir", str(tmp_path)])
     assert rc == 2 and "unknown gate" in capsys.readouterr().err
