@@ -45,7 +45,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from impl.workqueue import analysis
 from impl.workqueue.command_store import TERMINAL
 from impl.workqueue.config import Gates
-from impl.workqueue.sim import Server, SimConfig, Simulation, for_real_server
+from impl.workqueue.sim import REAL_SERVER_SCALE, Server, SimConfig, Simulation, for_real_server
 from impl.workqueue.sim_redis import real_client
 
 NODES = ("n1", "n2")
@@ -142,7 +142,7 @@ class QueueMachine(RuleBasedStateMachine):
         server = self.stores.server(self.example.number)
         if server is not None:
             cfg = for_real_server(cfg)
-        self.scale = 1 if server is None else cfg.ticks[0] // 10
+        self.scale = 1 if server is None else REAL_SERVER_SCALE  # "a moment" on a real server
         self.sim = Simulation(cfg, lambda n: 0, random.Random(seed), server=server)
         self._session = self.sim.session()
         self._session.__enter__()
@@ -151,9 +151,6 @@ class QueueMachine(RuleBasedStateMachine):
     def s(self) -> Simulation:
         assert self.sim is not None
         return self.sim
-
-    def _can(self, *act: Any) -> bool:
-        return self.sim is not None and tuple(act) in self.sim.enabled()
 
     def _log(self, node: str, step: str, outcome: str = "") -> None:
         self.example.steps.append((node, step, outcome, self._rows()))
