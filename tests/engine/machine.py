@@ -8,6 +8,11 @@ one connection per node (as two processes would have), or MariaDB under a table 
 Invariants, after every step, are named as the properties of `tla/Engine.tla`:
 
 - `NoOverlappingRuns`: never two runs of one workflow at once, on any nodes (or one node);
+- `RunningIsDriven`: a RUNNING instance that has a run to come (never run, or signalled since
+  its last run ended waiting) has a live lease row, a queued copy, a run in progress, or a
+  caller between its write and its schedule; one waiting for a signal is WaitingIsDriven's,
+  which the drain checks (it signals them all); a workflow whose caller died between its two
+  writes is left out, as the design leaves it to that caller's retry;
 - `TerminalIsStable`: a COMPLETED or FAILED instance stays so;
 - `NoFiberErrors`: no node or caller raised an error the engine does not document.
 
@@ -38,7 +43,7 @@ from impl.engine.backend import Backend, MemoryBackend
 from impl.engine.effects import Call
 from impl.engine.errors import UnknownWorkflow
 from impl.engine.export import by_workflow, render_workflow
-from impl.engine.model import Gates, Settings
+from impl.engine.model import ACTIVE_TASK_STATUSES, Gates, Instance, Settings, TaskKey
 from impl.engine.node import Handle, ResultUnavailable, WorkflowFailed
 from impl.engine.sim import Simulation
 from impl.engine.urls import node_backends
@@ -236,6 +241,29 @@ class EngineMachine(RuleBasedStateMachine):
             f"NoOverlappingRuns: two runs of one workflow at once, after\n{self.example.schedule()}"
 
     @invariant()
+    def running_is_driven(self) -> None:
+        died = {wf for _, _, wf in self.dead_callers}
+        for inst in self.sim.backend.list_instances():
+            if inst.wf not in died and _run_to_come(inst) and not self._driven(inst.wf):
+                raise AssertionError(f"RunningIsDriven: {inst.wf} has a run to come ({inst.state}) but no live row, "
+                                     f"no queued copy, no run and no caller about to schedule it, after\n"
+                                     f"{self.example.schedule()}")
+
+    def _driven(self, wf: str) -> bool:
+        """tla/Engine.tla's Driven(w): something will run `wf` without anyone's help."""
+        task = self.sim.backend.read_task(TaskKey("workflow", wf))
+        if task is not None and task.status in ACTIVE_TASK_STATUSES:
+            return True
+        if any(wf in self.sim.nodes[n].queue.ids() for n in NODES):
+            return True
+        for f in self.sim.fibers:
+            effect = f.effect.label if isinstance(f.effect, Call) else ""
+            if not f.done and (f.label == f"run:{wf}" or f.label in (f"start:{wf}", f"signal:{wf}")
+                               and effect in ("schedule", "schedule_in_memory")):
+                return True
+        return False
+
+    @invariant()
     def terminal_is_stable(self) -> None:
         for wf in WFS:
             inst = self.sim.backend.read_instance(wf)
@@ -274,6 +302,7 @@ class EngineMachine(RuleBasedStateMachine):
             if done() or not self._step_logged():
                 return
             self.no_overlapping_runs()
+            self.running_is_driven()
 
     def _drain(self) -> None:
         """Faults stop: the callers finish, every waiting workflow is approved, and the nodes
@@ -336,6 +365,15 @@ class EngineMachine(RuleBasedStateMachine):
                 assert fut.result() == stored, f"CallersAnswered: {wf}'s future says {fut.result()!r}, stored {stored!r}"
             elif fut.done():
                 assert isinstance(fut.exception(), ResultUnavailable), f"{wf}: {fut.exception()!r}"
+
+
+def _run_to_come(inst: Instance) -> bool:
+    """Whether a RUNNING approval workflow is owed a run (Engine.tla's waitsOn = "none"): it
+    never ran, or a signal approved it since its last run saved it waiting."""
+    if inst.terminal:
+        return False
+    state = json.loads(inst.state)
+    return int(state.get("runs", 0)) == 0 or bool(state.get("approved"))
 
 
 def machine_for(kind: str, gates: Gates = Gates(), mysql_url: str | None = None, prefix: str = "lp_sm",
