@@ -215,9 +215,23 @@ IsReceiveNew ==
     /\ ReceiveNew(E.node, X)
     /\ Explains(X, "delivered")
 
+\* A real server's quirk: XAUTOCLAIM measures idle time from the PEL stamp of the entry's last
+\* touch, which the server takes as the touching script begins, up to ClockSlack before the TIME
+\* that script logged. So a reclaim may come when the logged times make the entry idle for only
+\* VT - ClockSlack (never in a simulation, whose ClockSlack is 0). Not an entry a live holder
+\* still renews: its heartbeat keeps it short of VT - 1, and a reclaim of it stays
+\* RenewedWithinVT's to judge, as a dead heartbeat must not pass for a server's stamp.
+ReclaimOnServerStamp(c, e) ==
+    /\ ReclaimRetries /\ status[e] = "pending" /\ e \notin inbox[c] /\ ~Protected(e)
+    /\ VT - ClockSlack <= idle[e] /\ idle[e] < VT
+    /\ Polling(c) /\ FreePermit(c)
+    /\ Deliver(c, e)
+    /\ UNCHANGED <<status, mode, active, toAck, toRelease, lagging, stalled, leaked, lost,
+                   checked, elapsed, faults>>
+
 IsReclaim ==
     /\ Logged("reclaim")
-    /\ Reclaim(E.node, X)
+    /\ Reclaim(E.node, X) \/ ReclaimOnServerStamp(E.node, X)
     /\ Explains(X, "claimed")
 
 \* InvokeStart's three outcomes, read from the state it left.

@@ -364,3 +364,13 @@ def test_a_wall_clock_lapse_is_excused_only_after_a_silence_long_enough_to_be_a_
             continue
         assert v.kind is TraceKind.REJECTED and v.line == line, f"{what}: expected at event {line}, {v.describe()}"
         assert "RenewedWithinVT" in {d.field for d in v.diffs}, f"{what}: {v.describe()}"
+
+
+def test_a_reclaim_on_the_servers_stamp_is_accepted_only_within_the_clock_slack(checked) -> None:
+    """A real server claims an entry idle VT by its PEL stamp, which may be a millisecond before
+    the TIME the touching script logged (ReclaimOnServerStamp); 2 ms more is no stamp's doing."""
+    on_stamp = str(CORPUS[0] / "accepted" / "real-redis-reclaim-on-server-stamp.ndjson")
+    early = str(CORPUS[0] / "rejected" / "real-redis-reclaim-before-server-stamp.ndjson")
+    assert checked["verdicts"][on_stamp].kind is TraceKind.ACCEPTED, checked["verdicts"][on_stamp].describe()
+    v = checked["verdicts"][early]
+    assert v.kind is TraceKind.REJECTED and v.line == 263, v.describe()
