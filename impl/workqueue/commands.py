@@ -16,6 +16,7 @@ time, so a scheduler can interleave two deliveries between any two steps.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Callable, Generator
 from typing import Protocol
 
@@ -151,14 +152,20 @@ class CommandProcessor:
         attempt = self.attempt_ids()
         inv.attempt = attempt
         lost = [False]
+        # The heartbeat renews from its own thread: the attempt's end (its guard release) and a
+        # renewal are one at a time, and no renewal comes after the end (found by
+        # TraceCommandQueue on a two-process run: a guard_renew logged after guard_release).
+        ending = threading.Lock()
+        ended_all = [False]
         if self.gates.attempt_guard:
             if not self.store.guard_take(self.node, now(), cmd, attempt, self.settings.guard_ttl_ms):
                 return False  # another delivery is working on it: leave the entry pending
 
             def renew_guard() -> None:
-                if not lost[0] and not self.store.guard_renew(self.node, now(), cmd, attempt,
-                                                               self.settings.guard_ttl_ms):
-                    lost[0] = True  # a stale attempt: it ends at its next step
+                with ending:
+                    if not ended_all[0] and not lost[0] and not self.store.guard_renew(
+                            self.node, now(), cmd, attempt, self.settings.guard_ttl_ms):
+                        lost[0] = True  # a stale attempt: it ends at its next step
 
             inv.on_heartbeat(renew_guard)
             yield
@@ -204,7 +211,9 @@ class CommandProcessor:
             yield
             return not over()
         finally:
-            inv.renewers.clear()
-            if self.gates.attempt_guard and not over():
-                # Also after the external system threw: the next delivery may retry at once.
-                self.store.guard_release(self.node, now(), cmd, attempt)
+            with ending:
+                ended_all[0] = True
+                inv.renewers.clear()
+                if self.gates.attempt_guard and not over():
+                    # Also after the external system threw: the next delivery may retry at once.
+                    self.store.guard_release(self.node, now(), cmd, attempt)

@@ -12,6 +12,7 @@ from impl.clock import VirtualClock
 from impl.workqueue.command_store import CommandStore
 from impl.workqueue.commands import CommandProcessor, check_guard_ttl
 from impl.workqueue.config import Gates
+from impl.workqueue.core import Invocation
 from impl.workqueue.errors import BadSettings
 from impl.workqueue.sim import SIM_SETTINGS
 from impl.workqueue.sim_redis import fake_client, virtual_time
@@ -44,3 +45,33 @@ def test_an_external_call_is_recorded_only_while_the_attempt_owns_the_guard() ->
     assert calls == [("a1", "called", 1), ("a2", "refused", 1), ("a1", "refused", 1), ("a1", "called", 2)]
     take = next(e for e in events if e["op"] == "guard_take")
     assert take["args"] == {"attempt": "a1", "ttl_ms": 300}
+
+
+class _Answers:
+    def call(self, cmd: str, payload: str) -> str:
+        return "succeeded"
+
+    def check(self, cmd: str, payload: str) -> str:
+        return "succeeded"
+
+
+def test_no_guard_renewal_comes_after_the_attempt_released_its_guard() -> None:
+    """The heartbeat takes its list of renewers, then the handler ends and releases the guard,
+    then the heartbeat runs what it took: that renewal must not reach the store (a two-process
+    run logged guard_renew after guard_release, which TraceCommandQueue rejects)."""
+    clock = VirtualClock(1_000)
+    with virtual_time(clock):
+        store = CommandStore(fake_client(), "t")
+        store.submit_state("client", clock.now_ms(), "c1", 10_000)
+        proc = CommandProcessor(store, "n1", clock, SIM_SETTINGS, Gates(), _Answers())
+        inv = Invocation("1-0", "p", 1, "new", "c1")
+        steps = proc.steps(inv)
+        next(steps)  # the guard is taken, its renewer registered
+        taken = list(inv.renewers)  # what a heartbeat about to renew holds
+        assert len(taken) == 1
+        for _ in steps:
+            pass
+        for renew in taken:
+            renew()
+        ops = [e["op"] for e in store.events()]
+    assert ops[-1] == "guard_release" and "guard_renew" not in ops, ops
