@@ -6,8 +6,8 @@
 # On record_traces.sh's directory (the default) a skipped trace fails the check, except the tests'
 # own traces (some drive the store directly: a feature the engine's system file declares out of scope),
 # and each source (out/traces/engine-sim, engine-sqlite, ..., tests) must meet the coverage guard by
-# itself (--coverage-per-source: one line per source and system), except the multi-process Redis
-# run (command-redis: wall-clock interleavings no seed decides; it counts toward the whole set).
+# itself (--coverage-per-source: one line per source and system), the multi-process Redis run
+# (command-redis) too.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 python="${PYTHON:-python3}"
@@ -18,5 +18,5 @@ fi
 # With no trace file or directory among the arguments, check what record_traces.sh wrote.
 have_path=no
 for a in "$@"; do [ -e "$a" ] && have_path=yes; done
-if [ "$have_path" = no ]; then set -- --fail-on-skip --skip-ok "$root/out/traces/tests/*" --coverage-per-source --union-only command-redis "$@" "$root/out/traces"; fi
+if [ "$have_path" = no ]; then set -- --fail-on-skip --skip-ok "$root/out/traces/tests/*" --coverage-per-source "$@" "$root/out/traces"; fi
 exec "$python" -m conformance.cli traces check --root "$root" "$@"

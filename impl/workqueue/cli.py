@@ -132,6 +132,7 @@ def _print_summary(out: dict[str, Any]) -> None:
         ("reclaims", out["reclaims"]),
         ("invocations overlapping a lapsed one (at most the lapses injected)",
          f"{out['duplicate_invocations']} (lapses injected: {out.get('lapses_injected', 0)})"),
+        ("stalls that lasted until the peer held the command", out.get("takeovers_met", 0)),
         ("self-reclaims dropped", out["duplicates_dropped"]),
         ("external calls per command", f"min {ext.get('min')} max {ext.get('max')} mean {ext.get('mean')} "
                                        f"(total {ext.get('total')}; repeats no failed call explains: "

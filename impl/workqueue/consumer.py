@@ -78,6 +78,10 @@ class Consumer:
         self.gates = gates
         self.executor = executor or ThreadExecutor(None if not gates.permit_bound else settings.concurrency)
         self.heartbeat_paused = threading.Event()  # set by tests to simulate heartbeat lag
+        # Fault hook: the poller polls only while this says yes (a stalled process polls not).
+        self.may_poll: Callable[[], bool] | None = None
+        # Fault hook: called with each invocation once it has ended (acked or released).
+        self.after_finish: Callable[[Invocation], None] | None = None
         self.errors: list[BaseException] = []
         self._stop = threading.Event()
         self._hb_stop = threading.Event()
@@ -102,6 +106,9 @@ class Consumer:
     def _poll_loop(self) -> None:
         wait_s = self.settings.poll_interval_ms / 1000
         while not self._stop.is_set():
+            if self.may_poll is not None and not self.may_poll():
+                self._stop.wait(wait_s)
+                continue
             try:
                 inv = self.node.poll_and_admit()
             except Exception as exc:  # a store error must not kill the poller
@@ -136,6 +143,9 @@ class Consumer:
             self.node.finish(inv, result)
         except Exception as exc:
             self._note(exc, f"finish {inv.entry}")
+        finally:
+            if self.after_finish is not None:
+                self.after_finish(inv)
 
     def _heartbeat_loop(self) -> None:
         interval_s = self.settings.heartbeat_interval_ms / 1000

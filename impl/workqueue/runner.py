@@ -5,16 +5,16 @@
     parent: wait until all terminal, stop ─┘              └─ consumer process 2: ...
     parent: export the trace (ordered by Redis), print the summary
 
-The handlers sometimes outlive the visibility timeout, throw, or answer not-done.
+The handlers sometimes outlive the visibility timeout, throw, or answer not-done, and a
+consumer sometimes stalls until its peer has taken its command over (`chaos.py`), so that the
+stale attempt meets the live one on every run.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import random
-import threading
 import time
-from collections.abc import Callable
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,6 +24,7 @@ import redis
 
 from impl.clock import WallClock
 from impl.workqueue import analysis, recording
+from impl.workqueue.chaos import ChaosApp, Stalls, Takeover
 from impl.workqueue.command_store import TERMINAL, CommandStore
 from impl.workqueue.commands import CommandClient, CommandProcessor
 from impl.workqueue.config import Gates, Settings
@@ -51,32 +52,6 @@ class RunConfig:
     prefix: str = ""
 
 
-class ChaosApp:
-    """The external system of a run: answers after a short delay; sometimes it outlives the
-    visibility timeout or throws (the delivery is then not done and comes back after a VT);
-    and now and then the whole consumer stalls with it (`stall`: the heartbeat too, as in a
-    long GC pause), so that a peer takes over and the stale attempt then meets the live one."""
-
-    def __init__(self, rng: random.Random, vt_ms: int, stall: Callable[[float], None] | None = None) -> None:
-        self.rng = rng
-        self.vt_s = vt_ms / 1000
-        self.stall = stall
-
-    def call(self, cmd: str, payload: str) -> str:
-        r = self.rng.random()
-        if r < 0.08 and self.stall is not None:
-            self.stall(self.vt_s * 3)  # past the VT and the guard TTL, heartbeat included
-        elif r < 0.14:
-            time.sleep(self.vt_s * 1.5)  # longer than the VT: the heartbeat must carry it
-        elif r < 0.24:
-            raise RuntimeError(f"external system failed on {cmd}")
-        time.sleep(self.rng.uniform(0.0, 0.01))
-        return "failed" if r > 0.95 else "succeeded"
-
-    def check(self, cmd: str, payload: str) -> str:
-        return "failed" if self.rng.random() < 0.05 else "succeeded"
-
-
 def connect(url: str) -> Any:
     """A Redis client for `url`, checked with PING; `RedisUnreachable` (one line) if it fails."""
     try:
@@ -98,9 +73,13 @@ def _consumer_process(url: str, prefix: str, name: str, settings: dict[str, Any]
     cstore = CommandStore(client, prefix, url=url)
     clock = WallClock()
     stalls = Stalls()
+    # A stall waits for a peer to take over, a few leases at most.
+    takeover = Takeover(client, prefix, name, stalls, cstore.guard_owner, wait_s=20 * st.visibility_timeout_ms / 1000)
     proc = CommandProcessor(cstore, name, clock, st, gt, ChaosApp(random.Random(seed), st.visibility_timeout_ms,
-                                                                  stalls.stall))
+                                                                  takeover))
     consumer = Consumer(queue, name, proc.handle, settings=st, gates=gt, clock=clock)
+    consumer.after_finish = takeover.finished
+    consumer.may_poll = takeover.may_poll
     stalls.consumer = consumer
     consumer.start()
     ready.set()
@@ -109,37 +88,7 @@ def _consumer_process(url: str, prefix: str, name: str, settings: dict[str, Any]
     # The executor's rejections (a saturated executor: a permit given back just before its
     # thread ends): not injected, but a fault the trace spec must be given a budget for; and
     # the injected stalls, one lapse per invocation each may have left without renewals.
-    counts.put((name, consumer.node.stats["rejected"], stalls.lapses))
-
-
-class Stalls:
-    """Injected stalls of one consumer process: while any handler stalls, the heartbeat is
-    paused; `lapses` counts the invocations each stall may have let lapse (the header's
-    `faults.heartbeat_lag`: a hidden step the trace spec is given a budget for)."""
-
-    def __init__(self) -> None:
-        self.consumer: Consumer | None = None
-        self.lapses = 0
-        self._depth = 0
-        self._lock = threading.Lock()
-
-    def stall(self, seconds: float) -> None:
-        """Stall this handler and the heartbeat for `seconds` (of wall time: a real pause)."""
-        assert self.consumer is not None
-        with self._lock:
-            self._depth += 1
-            self.lapses += len(self.consumer.node.active)
-            self.consumer.heartbeat_paused.set()
-        try:
-            time.sleep(seconds)
-        finally:
-            with self._lock:
-                self._depth -= 1
-                if self._depth == 0:
-                    self.consumer.heartbeat_paused.clear()
-        # The call itself goes on a little after the pause: the heartbeat that resumed renews
-        # first, and learns what the peer took over (a lost renewal, a lost guard).
-        time.sleep(2 * self.consumer.settings.heartbeat_interval_ms / 1000)
+    counts.put((name, consumer.node.stats["rejected"], stalls.lapses, takeover.meetings))
 
 
 def run(config: RunConfig) -> dict[str, Any]:
@@ -182,13 +131,13 @@ def run(config: RunConfig) -> dict[str, Any]:
         elapsed = time.monotonic() - t0
     finally:
         stop.set()
-        rejected = lapses = 0
+        rejected = lapses = meetings = 0
         for _ in procs:
             try:
-                _, r, lapsed = counts.get(timeout=40)
+                _, r, lapsed, met = counts.get(timeout=40)
             except Exception:  # a consumer that died reports nothing; its lines still show
                 break
-            rejected, lapses = rejected + r, lapses + lapsed
+            rejected, lapses, meetings = rejected + r, lapses + lapsed, meetings + met
         for p in procs:
             p.join(40)
             if p.is_alive():
@@ -218,6 +167,7 @@ def run(config: RunConfig) -> dict[str, Any]:
     # the stale call still runs: the known limit of leases, at most once per lapse injected.
     # (An overlap of two holders is what the trace check rejects, whatever the count.)
     out["lapses_injected"] = lapses
+    out["takeovers_met"] = meetings  # stalls that lasted until the peer held the command
     out["ok"] = (out["duplicate_invocations"] <= lapses and out["commands_done"] == config.commands
                  and out["terminal_changes"] == 0 and out["external_calls"]["unexplained_repeats"] == 0)
     if not config.keep_keys:

@@ -65,3 +65,33 @@ def test_run_with_the_attempt_guard_off_fails(redis_url: str, tmp_path: Path, ca
     out = json.loads(capsys.readouterr().out)
     assert rc == 1 and not out["ok"]
     assert out["external_calls"]["unexplained_repeats"] > 0
+
+
+@pytest.mark.redis
+@pytest.mark.tlc
+def test_a_two_process_run_meets_stale_attempts_with_live_ones_and_its_traces_are_accepted(
+        redis_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each consumer process stalls twice until its peer holds the command (impl/workqueue/chaos.py),
+    and lags its heartbeat once until it reclaims its own entry: so every run shows, by itself,
+    what the coverage guard asks of both systems (stale writes, renewals and releases refused
+    while the peer holds the guard or the entry; a self-reclaim dropped), and is accepted."""
+    from conformance.check.runner import Tlc
+    from conformance.traces.check import check_traces
+    from conformance.traces.coverage import coverage
+    from conformance.traces.read import read_trace_file
+    from conformance.traces.system import load_systems
+    from conformance.traces.trace import TraceKind
+
+    rc = main(["workqueue", "run", "--consumers", "2", "--commands", "30", "--redis", redis_url,
+               "--trace-dir", str(tmp_path), "--json", "--timeout", "60"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0, out
+    assert out["takeovers_met"] == 4 and out["duplicates_dropped"] >= 1, out
+    root = Path(__file__).resolve().parents[2]
+    systems = load_systems(root)
+    traces = [read_trace_file(Path(out["trace"])), read_trace_file(Path(out["queue_trace"]))]
+    verdicts = check_traces(traces, systems, Tlc.locate())
+    assert [v.kind for v in verdicts] == [TraceKind.ACCEPTED] * 2, [v.describe() for v in verdicts]
+    for t in traces:
+        cov = coverage(systems[t.system], [t])
+        assert cov.missing == [], (t.system, cov.missing)
