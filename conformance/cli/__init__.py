@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "conformance.cli.check",
     "conformance.cli.traces",
     "conformance.cli.replay",
+    "conformance.cli.mutate",
     "impl.engine.cli",
     "impl.workqueue.cli",
 )

@@ -1,0 +1,114 @@
+"""`leaseproof mutate`: run the checks on every mutant of the catalogues and print the kill matrix.
+
+Each mutant (`mutants/<system>.yaml`) is one small edit of the real source, made in a scratch
+copy of the project (never the work tree); each check of its catalogue (the system's tests, the
+stateful machines, trace recording plus validation) runs there. The matrix shows, for each
+mutant and check: killed, survived, timeout, error, blind (the check cannot observe it: the
+catalogue says why) or equivalent (it changes no behaviour: the catalogue says why).
+
+Exit status: 0 when every mutant that is not equivalent was killed by some check and no cell
+is an error, 1 otherwise, 2 for a usage error (an unknown system, check or mutant, a catalogue
+that does not load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from conformance.errors import LeaseproofError
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the `mutate` command."""
+    p = sub.add_parser("mutate", help="run the checks on every mutant and print the kill matrix",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--root", type=Path, default=Path("."), help="the project directory holding mutants/ (default: .)")
+    p.add_argument("--system", action="append", default=[], help="only this system's catalogue (repeatable)")
+    p.add_argument("--checks", default="", help="a comma-separated list of checks to run (default: every check)")
+    p.add_argument("--mutant", action="append", default=[], metavar="NAME", help="only this mutant (repeatable)")
+    p.add_argument("--jobs", type=int, default=1, help="mutants checked at once (default 1)")
+    p.add_argument("--keep", type=Path, metavar="DIR", help="make the scratch copies under DIR and keep them")
+    p.add_argument("--json", action="store_true", help="print the matrix as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run `leaseproof mutate`."""
+    from conformance.mutate import matrix
+    from conformance.mutate.catalogue import load_catalogues
+    from conformance.mutate.run import Scratch, run_matrix
+
+    if args.jobs < 1 or args.jobs > 16:
+        raise LeaseproofError("--jobs: expected 1 to 16")
+    root = args.root.resolve()
+    catalogues = load_catalogues(root)
+    systems = args.system or sorted(catalogues)
+    unknown = [s for s in systems if s not in catalogues]
+    if unknown:
+        raise LeaseproofError(f"--system: no catalogue for {unknown}; known: {sorted(catalogues)}")
+    wanted = [c for c in args.checks.split(",") if c]
+    for s in systems:
+        missing = [c for c in wanted if c not in catalogues[s].checks]
+        if missing:
+            raise LeaseproofError(f"--checks: {s} has no check {missing}; its checks: {sorted(catalogues[s].checks)}")
+    selected = {s: catalogues[s].select(args.mutant if len(systems) == 1 else
+                                        [m for m in args.mutant if m in {x.name for x in catalogues[s].mutants}] or None)
+                for s in systems}
+    if args.mutant and len(systems) > 1:
+        named = {m.name for ms in selected.values() for m in ms}
+        unknown = [m for m in args.mutant if m not in named]
+        if unknown:
+            raise LeaseproofError(f"--mutant: no mutant {unknown} in {systems}")
+        selected = {s: [m for m in ms if m.name in args.mutant] for s, ms in selected.items()}
+
+    work = Path(tempfile.mkdtemp(prefix="lp-mutate-", dir=args.keep))
+    rows: list[matrix.Row] = []
+    checks_all: list[str] = []
+    try:
+        scratch = Scratch(root, work)
+        for s in systems:
+            checks = wanted or list(catalogues[s].checks)
+            checks_all += [c for c in checks if c not in checks_all]
+            rows += run_matrix(catalogues[s], selected[s], checks, scratch, jobs=args.jobs,
+                               progress=lambda line: print(line, file=sys.stderr, flush=True))
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    if args.json:
+        json.dump(matrix.as_json(rows, checks_all), sys.stdout, indent=2)
+        print()
+    else:
+        _print(rows, checks_all)
+    return 0 if matrix.ok(rows) else 1
+
+
+def _print(rows: list, checks: list[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from conformance.mutate import matrix
+
+    table = Table(title="kill matrix")
+    table.add_column("mutant")
+    for c in checks:
+        table.add_column(c)
+    table.add_column("s", justify="right")
+    for r in rows:
+        table.add_row(f"{r.system}/{r.mutant}", *(matrix.cell_text(r.cells[c]) if c in r.cells else "-" for c in checks),
+                      f"{r.seconds:.1f}")
+    console = Console(width=max(100, 24 + 18 * len(checks)))
+    console.print(table)
+    for x in matrix.rates(rows, checks):
+        share = f"{100 * x.share:.0f}%" if x.share is not None else "-"
+        console.print(f"{x.check}: killed {x.killed} of the {x.observed} mutants it ran on ({share})")
+    for r in matrix.survivors(rows):
+        console.print(f"SURVIVED {r.system}/{r.mutant} ({r.bug_class})")
+    for r, check in matrix.errors(rows):
+        console.print(f"ERROR {r.system}/{r.mutant} {check}: {r.cells[check].detail}")
+    console.print(f"{len(rows)} mutants, {sum(r.killed for r in rows)} killed, "
+                  f"{sum(r.equivalent for r in rows)} equivalent, {sum(r.seconds for r in rows):.1f} s of checks")

@@ -1,0 +1,111 @@
+"""The kill matrix: each mutant by each check, and what it adds up to (pure).
+
+A cell is one check's verdict on one mutant:
+
+- `killed`: the check failed on the mutant (it passes on the unmutated source: the baseline);
+- `survived`: the check passed on the mutant;
+- `timeout`: the check ran past its time (neither a kill nor a pass);
+- `error`: the mutant could not be applied, or the check could not run (the baseline failed);
+- `blind`: the catalogue says this check cannot observe this mutant (not run; the reason shown);
+- `equivalent`: the catalogue says the mutant changes no behaviour (not run; the reason shown).
+
+A mutant is killed when any check killed it. The run fails (exit 1) when a mutant that is not
+declared equivalent is killed by no check, or when any cell is an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+KILLED, SURVIVED, TIMEOUT, ERROR, BLIND, EQUIVALENT = "killed", "survived", "timeout", "error", "blind", "equivalent"
+RAN = (KILLED, SURVIVED, TIMEOUT)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One check's verdict on one mutant, with its seconds and a line saying why."""
+
+    verdict: str
+    seconds: float = 0.0
+    detail: str = ""
+
+
+@dataclass
+class Row:
+    """One mutant's cells, by check."""
+
+    system: str
+    mutant: str
+    bug_class: str
+    cells: dict[str, Cell] = field(default_factory=dict)
+
+    @property
+    def killed(self) -> bool:
+        return any(c.verdict == KILLED for c in self.cells.values())
+
+    @property
+    def equivalent(self) -> bool:
+        return any(c.verdict == EQUIVALENT for c in self.cells.values())
+
+    @property
+    def seconds(self) -> float:
+        return sum(c.seconds for c in self.cells.values())
+
+
+@dataclass(frozen=True)
+class Rate:
+    """What one check killed of the mutants it can observe (ran on them: not blind, not equivalent)."""
+
+    check: str
+    killed: int
+    observed: int
+
+    @property
+    def share(self) -> float | None:
+        return self.killed / self.observed if self.observed else None
+
+
+def rates(rows: list[Row], checks: list[str]) -> list[Rate]:
+    """Each check's kills over the mutants it ran on."""
+    out = []
+    for check in checks:
+        cells = [r.cells[check] for r in rows if check in r.cells and r.cells[check].verdict in RAN]
+        out.append(Rate(check, sum(c.verdict == KILLED for c in cells), len(cells)))
+    return out
+
+
+def survivors(rows: list[Row]) -> list[Row]:
+    """The mutants no check killed (equivalent ones excepted)."""
+    return [r for r in rows if not r.killed and not r.equivalent]
+
+
+def errors(rows: list[Row]) -> list[tuple[Row, str]]:
+    """The cells that are errors, with their check."""
+    return [(r, check) for r in rows for check, c in r.cells.items() if c.verdict == ERROR]
+
+
+def ok(rows: list[Row]) -> bool:
+    """Whether every mutant that is not equivalent was killed and no cell is an error."""
+    return not survivors(rows) and not errors(rows)
+
+
+def as_json(rows: list[Row], checks: list[str]) -> dict[str, Any]:
+    """The matrix as JSON: rows with their cells, rates per check, survivors and the total."""
+    return {
+        "checks": checks,
+        "mutants": [{"system": r.system, "mutant": r.mutant, "class": r.bug_class, "killed": r.killed,
+                     "seconds": round(r.seconds, 2),
+                     "cells": {k: {"verdict": c.verdict, "seconds": round(c.seconds, 2), "detail": c.detail}
+                               for k, c in r.cells.items()}} for r in rows],
+        "rates": {x.check: {"killed": x.killed, "observed": x.observed} for x in rates(rows, checks)},
+        "survivors": [f"{r.system}/{r.mutant}" for r in survivors(rows)],
+        "errors": [f"{r.system}/{r.mutant}: {check}: {r.cells[check].detail}" for r, check in errors(rows)],
+        "seconds": round(sum(r.seconds for r in rows), 2),
+        "ok": ok(rows),
+    }
+
+
+def cell_text(c: Cell) -> str:
+    """A cell as the table prints it: the verdict and its seconds (ran), or the verdict."""
+    return f"{c.verdict} {c.seconds:.1f}s" if c.verdict in RAN else c.verdict
