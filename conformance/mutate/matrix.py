@@ -76,13 +76,22 @@ def rates(rows: list[Row], checks: list[str]) -> list[Rate]:
 
 
 def survivors(rows: list[Row]) -> list[Row]:
-    """The mutants no check killed (equivalent ones excepted)."""
-    return [r for r in rows if not r.killed and not r.equivalent]
+    """The mutants no check killed that every check ran on or declared blind (equivalent ones,
+    and ones with an error, excepted: those are not survivors but unproven)."""
+    return [r for r in rows if not r.killed and not r.equivalent
+            and not any(c.verdict == ERROR for c in r.cells.values())]
 
 
 def errors(rows: list[Row]) -> list[tuple[Row, str]]:
-    """The cells that are errors, with their check."""
-    return [(r, check) for r in rows for check, c in r.cells.items() if c.verdict == ERROR]
+    """The cells that are errors, with their check; one per row when they say the same."""
+    out: list[tuple[Row, str]] = []
+    for r in rows:
+        said: set[str] = set()
+        for check, c in r.cells.items():
+            if c.verdict == ERROR and c.detail not in said:
+                said.add(c.detail)
+                out.append((r, check))
+    return out
 
 
 def ok(rows: list[Row]) -> bool:
