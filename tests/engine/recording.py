@@ -46,6 +46,7 @@ from impl.engine.model import Gates, Settings
 from impl.engine.node import Node
 from impl.engine.queue import ExecutionQueue
 from impl.engine.scheduler import Scheduler
+from impl.engine.sqlbackend import _SqlBackend
 from impl.engine.store import Store
 
 ENV = "LEASEPROOF_TRACE_DIR"
@@ -210,6 +211,10 @@ def start(test_id: str, monkeypatch: Any) -> Recorder | None:
             monkeypatch.setattr(cls, name, _direct_call_watch(rec, getattr(cls, name), backend_of))
     for kind in ("start", "signal"):
         monkeypatch.setattr(Node, kind, _call_watch(rec, getattr(Node, kind), kind))
+    # A store whose tables are dropped or whose connection closes before the test ends (a
+    # replay's scratch store) is written first, while its events can still be read.
+    for name, every in (("drop_schema", True), ("close", False)):
+        monkeypatch.setattr(_SqlBackend, name, _flush_first(rec, getattr(_SqlBackend, name), every))
     _active = rec
     return rec
 
@@ -223,6 +228,20 @@ def _direct_call_watch(rec: Recorder, method: Any, backend_of: Any) -> Any:
         return method(self, *args, **kwargs)
 
     return watched
+
+
+def _flush_first(rec: Recorder, method: Any, every: bool) -> Any:
+    """`method` of a SQL backend, after the backend's traces are written (once); `every`: the
+    traces of every store, as dropping the tables takes them from each connection to them."""
+
+    def flushing(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if every:
+            rec.flush()
+        elif id(self) in rec.runs and not rec.runs[id(self)].written:
+            rec.flush(self)
+        return method(self, *args, **kwargs)
+
+    return flushing
 
 
 def _call_watch(rec: Recorder, method: Any, kind: str) -> Any:
