@@ -27,6 +27,7 @@ import threading
 import time as _real_time
 import types
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import fakeredis
@@ -100,6 +101,9 @@ def fake_client() -> Any:
     return fakeredis.FakeRedis(server=fakeredis.FakeServer(), decode_responses=False)
 
 
+_WARP_LUA = (Path(__file__).parent / "time_warp.lua").read_text(encoding="utf-8")
+
+
 class RedisTimeWarp:
     """Simulated time on a real Redis server, for the keys under one prefix (see the module
     docstring). `start(now_ms)` sets the offset so that the scripts' clock reads `now_ms`;
@@ -111,6 +115,7 @@ class RedisTimeWarp:
         self.stream = stream
         self.group = group
         self.key = clock_offset_key(prefix)
+        self._warp = client.register_script(_WARP_LUA)
 
     def server_ms(self) -> int:
         """The server's own clock, in ms."""
@@ -122,22 +127,11 @@ class RedisTimeWarp:
         self.client.set(self.key, now_ms - self.server_ms())
 
     def advance(self, ms: int) -> None:
-        """Move the scripts' clock forward by `ms`, ageing pending entries and TTLs alike."""
+        """Move the scripts' clock forward by `ms`, ageing pending entries and TTLs alike, in
+        one script (`time_warp.lua`)."""
         if ms <= 0:
             return
-        self.client.incrby(self.key, ms)
-        for row in self.client.xpending_range(self.stream, self.group, min="-", max="+", count=10_000):
-            self.client.xclaim(self.stream, self.group, row["consumer"], min_idle_time=0,
-                               message_ids=[row["message_id"]], idle=int(row["time_since_delivered"]) + ms,
-                               justid=True)
-        for key in self.client.scan_iter(match=f"{self.prefix}:*", count=1000):
-            ttl = int(self.client.pttl(key))
-            if ttl < 0:
-                continue  # no TTL (or gone meanwhile)
-            if ttl <= ms:
-                self.client.delete(key)  # it expires while time passes, as the server would do
-            else:
-                self.client.pexpire(key, ttl - ms)
+        self._warp(keys=[self.key, self.stream], args=[self.group, ms, f"{self.prefix}:*"], client=self.client)
 
 
 def real_client(url: str) -> Any:
