@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--system", action="append", default=[], help="only this system's catalogue (repeatable)")
     p.add_argument("--checks", default="", help="a comma-separated list of checks to run (default: every check)")
     p.add_argument("--mutant", action="append", default=[], metavar="NAME", help="only this mutant (repeatable)")
+    p.add_argument("--quick", action="store_true",
+                   help="only the mutants marked quick, each check as its quick command (the default test run's subset)")
     p.add_argument("--jobs", type=int, default=1, help="mutants checked at once (default 1)")
     p.add_argument("--keep", type=Path, metavar="DIR", help="make the scratch copies under DIR and keep them")
     p.add_argument("--json", action="store_true", help="print the matrix as JSON")
@@ -47,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
         raise LeaseproofError("--jobs: expected 1 to 16")
     root = args.root.resolve()
     catalogues = load_catalogues(root)
+    if args.quick:
+        catalogues = {s: c.quick() for s, c in catalogues.items()}
     systems = args.system or sorted(catalogues)
     unknown = [s for s in systems if s not in catalogues]
     if unknown:
@@ -66,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
             raise LeaseproofError(f"--mutant: no mutant {unknown} in {systems}")
         selected = {s: [m for m in ms if m.name in args.mutant] for s, ms in selected.items()}
 
+    if not any(selected.values()):
+        raise LeaseproofError(f"no mutant selected in {systems}{' (none is marked quick)' if args.quick else ''}")
     work = Path(tempfile.mkdtemp(prefix="lp-mutate-", dir=args.keep))
     rows: list[matrix.Row] = []
     checks_all: list[str] = []

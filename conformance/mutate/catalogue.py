@@ -4,7 +4,8 @@ A catalogue is a YAML file (`mutants/<system>.yaml`):
 
     system: engine
     checks:                      # what `leaseproof mutate` runs on each mutant, in a scratch copy
-      tests:    {run: [python, -m, pytest, -q, -x, tests/engine/test_store.py], timeout_s: 600}
+      tests:    {run: [python, -m, pytest, -q, -x, tests/engine], timeout_s: 600,
+                 quick: [python, -m, pytest, -q, -x, tests/engine/test_store.py]}  # for --quick
       traces:   {run: [bash, -c, "... {out} ..."], timeout_s: 600}
     mutants:
       - name: fetch_boundary_off_by_one
@@ -15,6 +16,7 @@ A catalogue is a YAML file (`mutants/<system>.yaml`):
         class: a lease boundary off by one
         blind: {traces: "why this check cannot see it"}   # optional
         equivalent: "why no behaviour changes"            # optional: shown, never dropped
+        quick: true                                       # optional: in the --quick subset
 
 Everything here is pure: loading validates every field and names the file and the mutant in
 its error; `apply` edits a text and fails (`MutantError`) when the edit does not apply as
@@ -53,10 +55,15 @@ class Check:
     name: str
     run: tuple[str, ...]
     timeout_s: float = 900.0
+    quick: tuple[str, ...] | None = None  # a narrower command for the --quick subset
 
     def argv(self, python: str, out: Path) -> list[str]:
         """The command, with `{python}` and `{out}` (a scratch output directory) filled in."""
         return [a.replace("{python}", python).replace("{out}", str(out)) for a in self.run]
+
+    def quick_variant(self) -> Check:
+        """This check as the --quick subset runs it (its `quick` command, if it has one)."""
+        return Check(self.name, self.quick, self.timeout_s) if self.quick else self
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,7 @@ class Mutant:
     count: int = 1
     blind: dict[str, str] = field(default_factory=dict)  # check -> why it cannot observe this mutant
     equivalent: str | None = None
+    quick: bool = False  # in the --quick subset (the default test run's)
 
     def apply(self, text: str) -> str:
         """`text` with the edit made; `MutantError` when `find` occurs other than `count` times."""
@@ -91,6 +99,11 @@ class Catalogue:
     path: Path
     checks: dict[str, Check]
     mutants: tuple[Mutant, ...]
+
+    def quick(self) -> Catalogue:
+        """The --quick subset: the mutants marked quick, each check as its quick variant."""
+        return Catalogue(self.system, self.path, {n: c.quick_variant() for n, c in self.checks.items()},
+                         tuple(m for m in self.mutants if m.quick))
 
     def select(self, names: list[str] | None) -> list[Mutant]:
         """The mutants named (all when None); `CatalogueError` for an unknown name."""
@@ -119,7 +132,13 @@ def _check(path: Path, name: str, raw: Any) -> Check:
     timeout = raw.get("timeout_s", 900)
     if not isinstance(timeout, int | float) or not 0 < timeout <= MAX_TIMEOUT_S:
         raise CatalogueError(f"{where}.timeout_s: expected seconds in (0, {MAX_TIMEOUT_S}]")
-    return Check(name, tuple(run), float(timeout))
+    quick = raw.get("quick")
+    if quick is not None and (not isinstance(quick, list) or not quick or not all(isinstance(a, str) for a in quick)):
+        raise CatalogueError(f"{where}.quick: expected a non-empty list of strings (the --quick command's argv)")
+    extra = sorted(set(raw) - {"run", "timeout_s", "quick"})
+    if extra:
+        raise CatalogueError(f"{where}: unknown field(s) {extra}; known: ['quick', 'run', 'timeout_s']")
+    return Check(name, tuple(run), float(timeout), tuple(quick) if quick else None)
 
 
 def _mutant(path: Path, system: str, i: int, raw: Any, checks: dict[str, Check]) -> Mutant:
@@ -129,7 +148,7 @@ def _mutant(path: Path, system: str, i: int, raw: Any, checks: dict[str, Check])
     if not isinstance(name, str) or not NAME.match(name):
         raise CatalogueError(f"{path}: mutants[{i}].name: expected a lower_case name, got {name!r}")
     where = f"{path}: mutant {name}"
-    known = {"name", "file", "find", "replace", "breaks", "class", "count", "blind", "equivalent"}
+    known = {"name", "file", "find", "replace", "breaks", "class", "count", "blind", "equivalent", "quick"}
     extra = sorted(set(raw) - known)
     if extra:
         raise CatalogueError(f"{where}: unknown field(s) {extra}; known: {sorted(known)}")
@@ -148,12 +167,15 @@ def _mutant(path: Path, system: str, i: int, raw: Any, checks: dict[str, Check])
     equivalent = raw.get("equivalent")
     if equivalent is not None:
         equivalent = _text(f"{where}.equivalent", equivalent, limit=1000)
+    quick = raw.get("quick", False)
+    if not isinstance(quick, bool):
+        raise CatalogueError(f"{where}.quick: expected true or false")
     find = _text(f"{where}.find", raw.get("find"))
     replace = _text(f"{where}.replace", raw.get("replace"), empty=True)
     if find == replace:
         raise CatalogueError(f"{where}: find and replace are the same text")
     return Mutant(name, system, file, find, replace, _text(f"{where}.breaks", raw.get("breaks"), limit=1000),
-                  _text(f"{where}.class", raw.get("class"), limit=200), count, dict(blind), equivalent)
+                  _text(f"{where}.class", raw.get("class"), limit=200), count, dict(blind), equivalent, quick)
 
 
 def parse_catalogue(path: Path, text: str) -> Catalogue:

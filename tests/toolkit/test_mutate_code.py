@@ -116,6 +116,14 @@ def test_a_check_past_its_time_is_a_timeout_not_a_kill(tmp_path: Path) -> None:
     assert verdicts(proc.stdout) == {"renewal_moves_too_little": {"tests": "timeout"}}
 
 
+def test_the_quick_subset_runs_the_marked_mutants_with_the_quick_commands() -> None:
+    proc = mutate(TOY, "--quick", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert verdicts(proc.stdout) == {"boundary_off_by_one": {"tests": "killed", "always_passes": "blind"}}
+    # A mutant not marked quick is not in the subset: selecting only it selects nothing.
+    assert mutate(TOY, "--quick", "--mutant", "renewal_moves_too_little").returncode == 2
+
+
 def test_unknown_names_are_usage_errors() -> None:
     for args in (["--system", "nope"], ["--checks", "nope"], ["--mutant", "nope"]):
         proc = mutate(TOY, *args)
