@@ -40,15 +40,28 @@ class ExecutionQueue:
         self._items: deque[QueuedTask] = deque()
         self._ids: set[str] = set()
         self._cond = threading.Condition()
+        self._scheduling = threading.Lock()  # one in-memory schedule at a time: check, write, push
 
     def schedule(self, request: ScheduleRequest) -> Fiber[Scheduled]:
-        """Schedule `request` to run on this node now: the backstop write, then maybe a copy."""
-        if self.contains(request.task_id):
-            # Already queued here: that copy will run; nothing is written.
-            return Scheduled(None, False)
+        """Schedule `request` to run on this node now: the backstop write, then maybe a copy.
+
+        The check for a copy already queued here, the write and the push are one step, under
+        one lock: checked before the write, a start and a signal of one workflow on one node
+        both found no copy, both wrote, and the second bumped the first's own row
+        (tla/Engine.tla's ScheduleInMemory needs no copy queued at the write; found by
+        TraceEngine on a MariaDB run of `record_traces.sh`)."""
         sched = self.scheduler
 
-        def backstop() -> ScheduleOutcome:
+        def backstop() -> ScheduleOutcome | None:
+            with self._scheduling:
+                if self.contains(request.task_id):
+                    return None  # already queued here: that copy will run; nothing is written
+                outcome = write()
+                if outcome.queued:
+                    self._push(QueuedTask(outcome.task, "memory", request.payload))
+                return outcome
+
+        def write() -> ScheduleOutcome:
             now = sched.clock.now_ms()
             row = ScheduleRequest(
                 task_id=request.task_id,
@@ -61,9 +74,9 @@ class ExecutionQueue:
             )
             return sched.schedule_in_memory(row, honour_check=self.gates.honour_check)
 
-        outcome: ScheduleOutcome = yield Call(backstop, "schedule_in_memory")
-        if outcome.queued:
-            self._push(QueuedTask(outcome.task, "memory", request.payload))
+        outcome: ScheduleOutcome | None = yield Call(backstop, "schedule_in_memory")
+        if outcome is None:
+            return Scheduled(None, False)
         return Scheduled(outcome.task, outcome.queued)
 
     def offer(self, task: Task) -> bool:

@@ -122,3 +122,24 @@ def test_a_start_while_a_copy_is_queued_here_gives_result_unavailable(backend: B
     again = drive(n1.start("wf", "approval", {}))
     assert again.scheduled is not None and again.scheduled.task is None
     assert isinstance(again.future.exception(), ResultUnavailable)
+
+
+def test_a_start_and_a_signal_scheduling_at_once_on_one_node_write_once(backend: Backend) -> None:
+    """Both callers reach the execution queue before either has queued its copy; the second
+    must find the first's copy at its write, not before it (Engine.tla's ScheduleInMemory needs
+    no copy queued when it writes: AlreadyQueued otherwise). Checked before the write, both
+    wrote and the second bumped the first's own row (a MariaDB run of record_traces.sh)."""
+    sim = Simulation(backend, nodes=("n1", "n2"), fetch_loops=False,
+                     gates=Gates(force_signal_workflow_exec_in_scheduler=False))
+    n1 = sim.nodes["n1"]
+    start = sim.spawn("n1", n1.start("wf", "approval", {}), "start:wf")
+    assert sim.step_where(lambda k, f: f is start)  # create_instance
+    signal = sim.spawn("n1", n1.signal("wf", "approve"), "signal:wf")
+    while signal.effect.label != "schedule_in_memory":
+        assert sim.step_where(lambda k, f: f is signal)
+    assert start.effect.label == "schedule_in_memory"
+    assert sim.step_where(lambda k, f: f is start)  # inserted, and its copy queued
+    assert sim.step_where(lambda k, f: f is signal)
+    assert signal.done and signal.value.task is None and not signal.value.queued_in_memory
+    assert [e.op for e in backend.read_events()].count("schedule_in_memory") == 1
+    assert len(n1.queue) == 1
