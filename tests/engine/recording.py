@@ -180,6 +180,15 @@ def planting() -> Iterator[None]:
         _planting -= 1
 
 
+@contextlib.contextmanager
+def not_recorded() -> Iterator[None]:
+    """While inside, nodes built are not exported either: runs that are not the designed
+    engine's, such as a replay of a TLC counterexample (a calibration's gates, the model's
+    faults, none of them in the header)."""
+    with planting():
+        yield
+
+
 def active() -> Recorder | None:
     """The recorder of the running test, if recording is on."""
     return _active

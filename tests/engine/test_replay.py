@@ -21,6 +21,16 @@ from conformance.replay import run as replay_run
 from conformance.replay.map import UnreadableCounterexample, schedule_of, steps_of
 from impl.engine import replay as engine_replay
 
+from . import recording
+
+
+@pytest.fixture(autouse=True)
+def _replays_are_not_recorded():
+    """A replay runs a calibration's counterexample (its gates, its faults): not a designed
+    run, so record_traces.sh keeps none of its traces (they would be rejected, rightly)."""
+    with recording.not_recorded():
+        yield
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "replay"
 
