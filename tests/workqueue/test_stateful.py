@@ -10,6 +10,7 @@ each invariant can see what it is for.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,21 @@ def test_every_example_holds_and_its_trace_is_accepted(request, system: str, kin
     assert len(m.examples.all) >= 30
     assert sum(len(ex.steps) for ex in m.examples.all) > 100
     assert validate(m) == {}
+    keep(m, f"{system}-machine-{kind}")
+
+
+def keep(m: type[QueueMachine], name: str) -> None:
+    """With LEASEPROOF_TRACE_DIR set (scripts/record_traces.sh), write every example's trace
+    there (`<dir>/<name>/exampleN.ndjson`), for `check_traces.sh` and its coverage guard: the
+    machines' stale actors meeting live ones are the tests' share of it."""
+    out = os.environ.get("LEASEPROOF_TRACE_DIR")
+    if not out:
+        return
+    where = Path(out) / name
+    where.mkdir(parents=True, exist_ok=True)
+    for ex in m.examples.all:
+        if ex.trace:
+            (where / f"example{ex.number}.ndjson").write_text(ex.trace, encoding="utf-8")
 
 
 def find(m: type[QueueMachine], prop: str, examples: int, *, shrink: bool) -> list[str]:
