@@ -60,15 +60,12 @@ def run(args: argparse.Namespace) -> int:
         missing = [c for c in wanted if c not in catalogues[s].checks]
         if missing:
             raise LeaseproofError(f"--checks: {s} has no check {missing}; its checks: {sorted(catalogues[s].checks)}")
-    selected = {s: catalogues[s].select(args.mutant if len(systems) == 1 else
-                                        [m for m in args.mutant if m in {x.name for x in catalogues[s].mutants}] or None)
-                for s in systems}
-    if args.mutant and len(systems) > 1:
-        named = {m.name for ms in selected.values() for m in ms}
-        unknown = [m for m in args.mutant if m not in named]
-        if unknown:
-            raise LeaseproofError(f"--mutant: no mutant {unknown} in {systems}")
-        selected = {s: [m for m in ms if m.name in args.mutant] for s, ms in selected.items()}
+    names = set(args.mutant)
+    known = {m.name for s in systems for m in catalogues[s].mutants}
+    if names - known:
+        raise LeaseproofError(f"--mutant: no mutant {sorted(names - known)} in {systems}"
+                              f"{' (among those marked quick)' if args.quick else ''}")
+    selected = {s: [m for m in catalogues[s].mutants if not names or m.name in names] for s in systems}
 
     if not any(selected.values()):
         raise LeaseproofError(f"no mutant selected in {systems}{' (none is marked quick)' if args.quick else ''}")
