@@ -121,10 +121,11 @@ def _add_sim(sub: Any) -> None:
         "sim",
         help="run seeded simulations and write one trace per workflow",
         description=(
-            "Simulate two nodes sharing an in-memory store (a seeded scheduler choosing each "
-            "step, a virtual clock, optional crashes and pauses) and write one trace per "
-            "workflow and seed. The same seed writes the same traces, byte for byte. Exit 1 if "
-            "a run overlapped runs, or (without crashes) left a workflow unfinished."
+            "Simulate two nodes sharing a store (the in-memory twin, or a real one with a "
+            "connection per node; a seeded scheduler choosing each step, a virtual clock, "
+            "optional crashes and pauses) and write one trace per workflow and seed. The same "
+            "seed writes the same traces, byte for byte. Exit 1 if a run overlapped runs, or "
+            "(without crashes) left a workflow unfinished."
         ),
     )
     p.add_argument("--seeds", type=int, default=10, help="seeds 0..N-1 (default 10)")
@@ -141,9 +142,23 @@ def _add_sim(sub: Any) -> None:
                    help="signals schedule through the store (FORCE_SIGNAL_WORKFLOW_EXEC_IN_SCHEDULER), in memory on the "
                         "signalling node (honoured by the honour check when another node holds the lease), or "
                         "in memory on odd seeds (default)")
+    p.add_argument("--store", default="memory://",
+                   help="memory:// (the twin, default), sqlite:///PATH or mysql://USER@HOST:PORT/DB, with a "
+                        "connection per node; each seed drops and recreates the engine's tables")
     p.add_argument("--trace-dir", type=Path, default=None, help="where to write the traces")
     p.add_argument("--gate-off", action="append", default=[], metavar="GATE", help="turn a gate off (repeatable)")
     p.set_defaults(func=_sim)
+
+
+def _fresh_store(url: str, nodes: tuple[str, ...]) -> dict[str, Any]:
+    """A connection per node to the store at `url`, its tables dropped and recreated empty."""
+    from impl.engine.urls import node_backends
+
+    backends = node_backends(url, nodes)
+    first = backends[nodes[0]]
+    first.drop_schema()
+    first.create_schema()
+    return backends
 
 
 def _sim(args: argparse.Namespace) -> int:
@@ -160,10 +175,15 @@ def _sim(args: argparse.Namespace) -> int:
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         in_memory = args.signals == "in-memory" or (args.signals == "alternate" and seed % 2 == 1)
         gates = replace(base, force_signal_workflow_exec_in_scheduler=False) if in_memory else base
-        run = simulate(seed=seed, workflows=args.workflows, gates=gates, faults=faults,
-                       waiting_fraction=args.waiting_fraction, long_fraction=args.long_fraction,
-                       stale_fraction=args.stale_fraction)
-        events = run.sim.backend.read_events()
+        backends = _fresh_store(args.store, ("n1", "n2"))
+        try:
+            run = simulate(seed=seed, workflows=args.workflows, gates=gates, faults=faults,
+                           waiting_fraction=args.waiting_fraction, long_fraction=args.long_fraction,
+                           stale_fraction=args.stale_fraction, backend=backends["n1"], node_backends=backends)
+            events = run.sim.backend.read_events()
+        finally:
+            for b in {id(b): b for b in backends.values()}.values():
+                b.close()
         if args.trace_dir is not None:
             for wf, evs in by_workflow(events).items():
                 name = f"sim-seed{seed}/{wf}"

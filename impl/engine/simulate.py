@@ -10,6 +10,7 @@ byte for byte.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from typing import Any
 from dataclasses import dataclass, field
 
@@ -59,6 +60,7 @@ def simulate(
     gates: Gates | None = None,
     settings: Settings | None = None,
     backend: Backend | None = None,
+    node_backends: Mapping[str, Backend] | None = None,
     faults: Faults = Faults(),
     long_fraction: float = 0.3,
     waiting_fraction: float = 0.5,
@@ -66,13 +68,18 @@ def simulate(
     max_steps: int = 200_000,
     decisions: Any = None,
 ) -> SimRun:
-    """Run `workflows` approvals on `nodes` under `seed`; see the module docstring."""
+    """Run `workflows` approvals on `nodes` under `seed`; see the module docstring.
+
+    `node_backends` gives each node its own connection to one store (as separate processes
+    would have); `backend` is then one of them, used for reads.
+    """
     settings = settings or Settings()
     items = plan(workflows, list(nodes), seed=seed, lease_ms=settings.lease_ms, spread_ms=2 * settings.lease_ms, long_fraction=long_fraction,
                  waiting_fraction=waiting_fraction, stale_fraction=stale_fraction, stall_ms=stale_stall_ms(settings))
     stalls = Stalls({i.wf: i.stall_finish_ms for i in items}) if stale_fraction > 0 else None
     sim = Simulation(
-        backend or MemoryBackend(), nodes=nodes, seed=seed, gates=gates, settings=settings, decisions=decisions, stalls=stalls
+        backend or MemoryBackend(), nodes=nodes, seed=seed, gates=gates, settings=settings, decisions=decisions, stalls=stalls,
+        node_backends=node_backends,
     )
     fault_rng = random.Random(seed ^ 0x5EED)
 
