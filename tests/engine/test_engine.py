@@ -171,6 +171,26 @@ def test_without_the_bump_the_rerun_signal_is_lost_and_the_workflow_stranded() -
     assert sim.backend.due_tasks(10**12, 10) == []  # nothing will ever drive it
 
 
+def test_a_fetch_leaves_alone_a_row_whose_copy_the_node_has_queued(backend: Backend) -> None:
+    """The copy waits in the queue past its backstop lease (a busy worker); the node's own fetch
+    must not lease the row again: a new lease moves the version, the fetched copy is dropped as a
+    duplicate, and the queued one would run on a version the row no longer has (Fetch in
+    tla/Engine.tla skips a task queued on the fetching node)."""
+    clock, n1, _ = two_nodes(backend)
+    h = drive(n1.start("wf", "approval", {"approved": True}))
+    [copy] = n1.queue.items()
+    clock.advance(3 * LEASE)  # the backstop lease has passed: the row is due
+    assert [r.task_id for r in backend.due_tasks(clock.now_ms(), 10)] == [copy.task.task_id]
+    before = ops(backend)
+    assert drive(n1.fetch_once()) == 0
+    assert ops(backend) == before  # no fetch written
+    [row] = backend.due_tasks(clock.now_ms(), 10)
+    assert row.version == copy.task.version
+    drive(n1.run(n1.take()))
+    assert drive(n1.result(h)) == {"approved": True}
+    assert [o[1] for o in ops(backend)][-3:] == ["run_start", "run_end", "remove"]
+
+
 def test_without_in_memory_execution_a_start_writes_the_row_and_a_fetch_runs_it(backend: Backend) -> None:
     from impl.engine.store import Store
     from impl.engine.node import Node

@@ -47,6 +47,23 @@ def test_an_external_call_is_recorded_only_while_the_attempt_owns_the_guard() ->
     assert take["args"] == {"attempt": "a1", "ttl_ms": 300}
 
 
+def test_a_put_is_refused_to_a_stale_attempt_of_the_node_that_holds_the_guard() -> None:
+    """The owner check compares attempts, not nodes: a node's attempt that lost its guard to a
+    newer attempt of the same node (a redelivery after its lease lapsed) writes nothing."""
+    clock = VirtualClock(1_000)
+    with virtual_time(clock):
+        store = CommandStore(fake_client(), "t")
+        store.submit_state("client", clock.now_ms(), "c1", 10_000)
+        assert store.guard_take("n1", clock.now_ms(), "c1", "n1-1", 300)
+        clock.advance(301)  # n1-1's guard lapses; the same node's next attempt takes it
+        assert store.guard_take("n1", clock.now_ms(), "c1", "n1-2", 300)
+        assert store.put_if_owner("n1", clock.now_ms(), "c1", "n1-2", "SUBMITTING", 10_000)
+        assert not store.put_if_owner("n1", clock.now_ms(), "c1", "n1-1", "FAILED", 10_000)
+        events = store.events()
+    puts = [(e["args"]["attempt"], e["outcome"], e["state"]["command"]["status"]) for e in events if e["op"] == "put_if_owner"]
+    assert puts == [("n1-2", "written", "SUBMITTING"), ("n1-1", "refused", "SUBMITTING")]
+
+
 class _Answers:
     def call(self, cmd: str, payload: str) -> str:
         return "succeeded"
