@@ -117,6 +117,18 @@ def test_engine_sim_writes_the_same_traces_for_the_same_seeds(capsys, tmp_path: 
     check_traces(tmp_path / "a", 24)
 
 
+def test_engine_sim_on_sqlite_writes_the_twins_traces(capsys, tmp_path: Path) -> None:
+    # A connection per node to one file, fresh tables per seed (a second run over the same file
+    # starts empty): the twin is faithful, so the traces are the twin's, byte for byte.
+    store = f"sqlite:///{tmp_path}/sim.db"
+    for d, url in (("twin", "memory://"), ("sqlite", store), ("again", store)):
+        assert main(["engine", "sim", "--seeds", "2", "--first-seed", "3", "--store", url,
+                     "--trace-dir", str(tmp_path / d)]) == 0
+    capsys.readouterr()
+    runs = [{p.name: p.read_bytes() for p in (tmp_path / d).glob("*.ndjson")} for d in ("twin", "sqlite", "again")]
+    assert len(runs[0]) == 16 and runs[0] == runs[1] == runs[2]
+
+
 def test_engine_sim_fails_with_the_fix_off(capsys) -> None:
     code = main(["engine", "sim", "--seeds", "3", "--gate-off", "HONOUR_CHECK",
                  "--gate-off", "FORCE_SIGNAL_WORKFLOW_EXEC_IN_SCHEDULER"])
