@@ -113,5 +113,7 @@ def _print(rows: list, checks: list[str]) -> None:
         console.print(f"SURVIVED {r.system}/{r.mutant} ({r.bug_class})")
     for r, check in matrix.errors(rows):
         console.print(f"ERROR {r.system}/{r.mutant} {check}: {r.cells[check].detail}")
+    for r, check in matrix.missed(rows):
+        console.print(f"MISSED {r.system}/{r.mutant} {check}: was to kill it (the quick subset), {r.cells[check].verdict}")
     console.print(f"{len(rows)} mutants, {sum(r.killed for r in rows)} killed, "
                   f"{sum(r.equivalent for r in rows)} equivalent, {sum(r.seconds for r in rows):.1f} s of checks")

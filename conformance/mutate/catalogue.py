@@ -16,7 +16,8 @@ A catalogue is a YAML file (`mutants/<system>.yaml`):
         class: a lease boundary off by one
         blind: {traces: "why this check cannot see it"}   # optional
         equivalent: "why no behaviour changes"            # optional: shown, never dropped
-        quick: true                                       # optional: in the --quick subset
+        quick: [traces]          # optional: in the --quick subset, the checks that must kill it
+                                 # (true: every check not declared blind to it)
 
 Everything here is pure: loading validates every field and names the file and the mutant in
 its error; `apply` edits a text and fails (`MutantError`) when the edit does not apply as
@@ -80,7 +81,9 @@ class Mutant:
     count: int = 1
     blind: dict[str, str] = field(default_factory=dict)  # check -> why it cannot observe this mutant
     equivalent: str | None = None
-    quick: bool = False  # in the --quick subset (the default test run's)
+    # In the --quick subset (the default test run's) when not empty: the checks that must kill it
+    # there (only those run on it; `true` in the YAML is every check of the catalogue).
+    quick: tuple[str, ...] = ()
 
     def apply(self, text: str) -> str:
         """`text` with the edit made; `MutantError` when `find` occurs other than `count` times."""
@@ -99,11 +102,13 @@ class Catalogue:
     path: Path
     checks: dict[str, Check]
     mutants: tuple[Mutant, ...]
+    quick_subset: bool = False  # this is the --quick subset (see `quick`)
 
     def quick(self) -> Catalogue:
-        """The --quick subset: the mutants marked quick, each check as its quick variant."""
+        """The --quick subset: the mutants marked quick, each check as its quick variant (a
+        mutant's row then holds only the checks it names as the ones to kill it)."""
         return Catalogue(self.system, self.path, {n: c.quick_variant() for n, c in self.checks.items()},
-                         tuple(m for m in self.mutants if m.quick))
+                         tuple(m for m in self.mutants if m.quick), quick_subset=True)
 
     def select(self, names: list[str] | None) -> list[Mutant]:
         """The mutants named (all when None); `CatalogueError` for an unknown name."""
@@ -168,14 +173,26 @@ def _mutant(path: Path, system: str, i: int, raw: Any, checks: dict[str, Check])
     if equivalent is not None:
         equivalent = _text(f"{where}.equivalent", equivalent, limit=1000)
     quick = raw.get("quick", False)
-    if not isinstance(quick, bool):
-        raise CatalogueError(f"{where}.quick: expected true or false")
+    if quick is True:
+        quick = [c for c in checks if c not in blind]
+    elif quick is False:
+        quick = []
+    elif not isinstance(quick, list) or not quick or not all(isinstance(c, str) for c in quick):
+        raise CatalogueError(f"{where}.quick: expected true, false or a list of the checks that must kill it")
+    if sorted(set(quick) - set(checks)):
+        raise CatalogueError(f"{where}.quick: no check {sorted(set(quick) - set(checks))}; "
+                             f"the catalogue's checks: {sorted(checks)}")
+    if quick and equivalent is not None:
+        raise CatalogueError(f"{where}.quick: a mutant declared equivalent cannot be killed")
+    if set(quick) & set(blind):
+        raise CatalogueError(f"{where}.quick: {sorted(set(quick) & set(blind))} declared blind to it cannot kill it")
     find = _text(f"{where}.find", raw.get("find"))
     replace = _text(f"{where}.replace", raw.get("replace"), empty=True)
     if find == replace:
         raise CatalogueError(f"{where}: find and replace are the same text")
     return Mutant(name, system, file, find, replace, _text(f"{where}.breaks", raw.get("breaks"), limit=1000),
-                  _text(f"{where}.class", raw.get("class"), limit=200), count, dict(blind), equivalent, quick)
+                  _text(f"{where}.class", raw.get("class"), limit=200), count, dict(blind), equivalent,
+                  tuple(dict.fromkeys(quick)))
 
 
 def parse_catalogue(path: Path, text: str) -> Catalogue:

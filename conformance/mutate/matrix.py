@@ -10,7 +10,9 @@ A cell is one check's verdict on one mutant:
 - `equivalent`: the catalogue says the mutant changes no behaviour (not run; the reason shown).
 
 A mutant is killed when any check killed it. The run fails (exit 1) when a mutant that is not
-declared equivalent is killed by no check, or when any cell is an error.
+declared equivalent is killed by no check, or when any cell is an error. In the --quick subset
+each mutant names the checks that must kill it, and one that did not is a miss, which fails the
+run too (the subset proves that each check still can kill).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class Row:
     mutant: str
     bug_class: str
     cells: dict[str, Cell] = field(default_factory=dict)
+    expected: tuple[str, ...] = ()  # the checks that must kill it (the --quick subset)
 
     @property
     def killed(self) -> bool:
@@ -94,9 +97,15 @@ def errors(rows: list[Row]) -> list[tuple[Row, str]]:
     return out
 
 
+def missed(rows: list[Row]) -> list[tuple[Row, str]]:
+    """The checks that were to kill a mutant (the --quick subset) and did not."""
+    return [(r, c) for r in rows for c in r.expected if c in r.cells and r.cells[c].verdict != KILLED]
+
+
 def ok(rows: list[Row]) -> bool:
-    """Whether every mutant that is not equivalent was killed and no cell is an error."""
-    return not survivors(rows) and not errors(rows)
+    """Whether every mutant that is not equivalent was killed, by every check that was to kill
+    it, and no cell is an error."""
+    return not survivors(rows) and not errors(rows) and not missed(rows)
 
 
 def as_json(rows: list[Row], checks: list[str]) -> dict[str, Any]:
@@ -110,6 +119,7 @@ def as_json(rows: list[Row], checks: list[str]) -> dict[str, Any]:
         "rates": {x.check: {"killed": x.killed, "observed": x.observed} for x in rates(rows, checks)},
         "survivors": [f"{r.system}/{r.mutant}" for r in survivors(rows)],
         "errors": [f"{r.system}/{r.mutant}: {check}: {r.cells[check].detail}" for r, check in errors(rows)],
+        "missed": [f"{r.system}/{r.mutant}: {check}: {r.cells[check].verdict}" for r, check in missed(rows)],
         "seconds": round(sum(r.seconds for r in rows), 2),
         "ok": ok(rows),
     }

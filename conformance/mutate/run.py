@@ -122,8 +122,12 @@ def baseline(cat: Catalogue, checks: list[str], scratch: Scratch) -> dict[str, s
 
 
 def mutant_row(cat: Catalogue, m: Mutant, checks: list[str], scratch: Scratch, broken: dict[str, str]) -> Row:
-    """Every selected check on one mutant."""
+    """Every selected check on one mutant (in the --quick subset, those of them it names as the
+    ones that must kill it)."""
     row = Row(cat.system, m.name, m.bug_class)
+    if cat.quick_subset:
+        checks = [c for c in checks if c in m.quick]
+        row.expected = tuple(checks)
     if m.equivalent is not None:
         row.cells = {c: Cell(EQUIVALENT, detail=m.equivalent) for c in checks}
         return row

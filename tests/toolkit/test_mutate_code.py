@@ -46,6 +46,10 @@ def verdicts(out: str) -> dict[str, dict[str, str]]:
     (lambda t: t.replace("{run: [\"{python}\", check.py]}", "{run: []}"), "argv"),
     (lambda t: t.replace("{run: [\"{python}\", check.py]}", "{run: [x], timeout_s: -1}"), "timeout_s"),
     (lambda t: "mutants: [", "not valid YAML"),
+    (lambda t: t.replace("class: c}", "class: c, quick: [nope]}"), "no check"),
+    (lambda t: t.replace("class: c}", "class: c, quick: yes please}"), "quick"),
+    (lambda t: t.replace("class: c}", "class: c, quick: [tests], blind: {tests: why}}"), "blind"),
+    (lambda t: t.replace("class: c}", "class: c, quick: true, equivalent: why}"), "equivalent"),
 ])
 def test_a_bad_catalogue_names_its_field(edit, message: str) -> None:
     with pytest.raises(CatalogueError, match=message):
@@ -119,9 +123,25 @@ def test_a_check_past_its_time_is_a_timeout_not_a_kill(tmp_path: Path) -> None:
 def test_the_quick_subset_runs_the_marked_mutants_with_the_quick_commands() -> None:
     proc = mutate(TOY, "--quick", "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert verdicts(proc.stdout) == {"boundary_off_by_one": {"tests": "killed", "always_passes": "blind"}}
+    # `quick: true`: every check not blind to it must kill it there, and only those run.
+    assert verdicts(proc.stdout) == {"boundary_off_by_one": {"tests": "killed"}}
     # A mutant not marked quick is not in the subset: selecting only it selects nothing.
     assert mutate(TOY, "--quick", "--mutant", "renewal_moves_too_little").returncode == 2
+
+
+def test_a_quick_mutant_its_check_does_not_kill_fails_the_subset(tmp_path: Path) -> None:
+    # The quick command tests only the boundary: the renewal's mutant, named for it, survives
+    # there, though the whole check kills it. The subset must say so, not pass.
+    root = tmp_path / "toy"
+    shutil.copytree(TOY, root)
+    cat = root / "mutants" / "lease.yaml"
+    cat.write_text(cat.read_text().replace("    class: a renewal that moves the lease too little\n",
+                                           "    class: a renewal that moves the lease too little\n    quick: [tests]\n"))
+    proc = mutate(root, "--quick", "--json")
+    assert proc.returncode == 1
+    out = json.loads(proc.stdout)
+    assert out["missed"] == ["lease/renewal_moves_too_little: tests: survived"]
+    assert "MISSED lease/renewal_moves_too_little tests" in mutate(root, "--quick").stdout
 
 
 def test_unknown_names_are_usage_errors() -> None:
