@@ -48,13 +48,15 @@ def test_an_external_call_is_recorded_only_while_the_attempt_owns_the_guard() ->
 
 
 def test_a_put_is_refused_to_a_stale_attempt_of_the_node_that_holds_the_guard() -> None:
-    """The owner check compares attempts, not nodes: a node's attempt that lost its guard to a
-    newer attempt of the same node (a redelivery after its lease lapsed) writes nothing."""
+    """A held guard is not taken again, and the owner check compares attempts, not nodes: a
+    node's attempt that lost its guard to a newer attempt of the same node (a redelivery after
+    its lease lapsed) writes nothing."""
     clock = VirtualClock(1_000)
     with virtual_time(clock):
         store = CommandStore(fake_client(), "t")
         store.submit_state("client", clock.now_ms(), "c1", 10_000)
         assert store.guard_take("n1", clock.now_ms(), "c1", "n1-1", 300)
+        assert not store.guard_take("n1", clock.now_ms(), "c1", "n1-2", 300)  # held: no second owner
         clock.advance(301)  # n1-1's guard lapses; the same node's next attempt takes it
         assert store.guard_take("n1", clock.now_ms(), "c1", "n1-2", 300)
         assert store.put_if_owner("n1", clock.now_ms(), "c1", "n1-2", "SUBMITTING", 10_000)
