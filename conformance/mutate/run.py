@@ -121,6 +121,15 @@ def baseline(cat: Catalogue, checks: list[str], scratch: Scratch) -> dict[str, s
     return broken
 
 
+def runs_on(cat: Catalogue, m: Mutant) -> set[str]:
+    """The checks that run on `m` (none for an equivalent mutant; in the --quick subset only the
+    ones it names; never one declared blind to it)."""
+    if m.equivalent is not None:
+        return set()
+    named = set(m.quick) if cat.quick_subset else set(cat.checks)
+    return named - set(m.blind)
+
+
 def mutant_row(cat: Catalogue, m: Mutant, checks: list[str], scratch: Scratch, broken: dict[str, str]) -> Row:
     """Every selected check on one mutant (in the --quick subset, those of them it names as the
     ones that must kill it)."""
@@ -151,7 +160,7 @@ def mutant_row(cat: Catalogue, m: Mutant, checks: list[str], scratch: Scratch, b
 def run_matrix(cat: Catalogue, mutants: list[Mutant], checks: list[str], scratch: Scratch, *, jobs: int = 1,
                progress: Progress | None = None) -> list[Row]:
     """The rows of `mutants`, in catalogue order, `jobs` mutants at a time."""
-    broken = baseline(cat, checks, scratch)
+    broken = baseline(cat, [c for c in checks if any(c in runs_on(cat, m) for m in mutants)], scratch)
     for name, why in broken.items():
         if progress:
             progress(f"{cat.system}: check {name} fails on the unmutated source: {why}")

@@ -78,8 +78,9 @@ def validate(m: type[EngineMachine]) -> dict[str, str]:
 @pytest.mark.parametrize(("kind", "examples"), STORES)
 def test_every_example_holds_and_its_traces_are_accepted(request, kind: str, examples: int, key_prefix: str) -> None:
     m = machine(request, kind, key_prefix)
-    run_state_machine_as_test(m, settings=budget(examples))
-    assert len(m.examples.all) >= examples // 2
+    given = budget(examples)
+    run_state_machine_as_test(m, settings=given)
+    assert len(m.examples.all) >= given.max_examples // 2
     assert sum(len(ex.traces) for ex in m.examples.all) > 0
     assert validate(m) == {}
 
