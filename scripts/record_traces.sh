@@ -47,7 +47,7 @@ rm -rf "$out"/engine-* "$out"/workqueue-* "$out"/command-* "$out"/tests "$gates_
 mkdir -p "$out" "$gates_off"
 
 step "integration tests, recording into $out/tests"
-try "the integration tests" env -C "$root" LEASEPROOF_TRACE_DIR="$out/tests" "$python" -m pytest -q -p no:cacheprovider tests/engine tests/workqueue >&2
+try "the integration tests" env -C "$root" LEASEPROOF_TRACE_DIR="$out/tests" "$python" -m pytest -q -n 0 -p no:cacheprovider tests/engine tests/workqueue >&2
 for d in "$out"/tests/*-gates-off; do
   [ -d "$d" ] && mv "$d" "$gates_off/"
 done
