@@ -142,6 +142,8 @@ def _add_sim(sub: Any) -> None:
                    help="signals schedule through the store (FORCE_SIGNAL_WORKFLOW_EXEC_IN_SCHEDULER), in memory on the "
                         "signalling node (honoured by the honour check when another node holds the lease), or "
                         "in memory on odd seeds (default)")
+    p.add_argument("--max-steps", type=int, default=200_000,
+                   help="steps per seed before the simulation gives up (default 200,000)")
     p.add_argument("--store", default="memory://",
                    help="memory:// (the twin, default), sqlite:///PATH or mysql://USER@HOST:PORT/DB, with a "
                         "connection per node; each seed drops and recreates the engine's tables")
@@ -179,7 +181,8 @@ def _sim(args: argparse.Namespace) -> int:
         try:
             run = simulate(seed=seed, workflows=args.workflows, gates=gates, faults=faults,
                            waiting_fraction=args.waiting_fraction, long_fraction=args.long_fraction,
-                           stale_fraction=args.stale_fraction, backend=backends["n1"], node_backends=backends)
+                           stale_fraction=args.stale_fraction, backend=backends["n1"], node_backends=backends,
+                           max_steps=args.max_steps)
             events = run.sim.backend.read_events()
         finally:
             for b in {id(b): b for b in backends.values()}.values():
