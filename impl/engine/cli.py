@@ -142,14 +142,22 @@ def _add_sim(sub: Any) -> None:
                    help="signals schedule through the store (FORCE_SIGNAL_WORKFLOW_EXEC_IN_SCHEDULER), in memory on the "
                         "signalling node (honoured by the honour check when another node holds the lease), or "
                         "in memory on odd seeds (default)")
-    p.add_argument("--max-steps", type=int, default=200_000,
-                   help="steps per seed before the simulation gives up (default 200,000)")
+    p.add_argument("--max-steps", type=_steps, default=200_000,
+                   help="steps per seed before the simulation gives up (default 200,000; at most 10,000,000)")
     p.add_argument("--store", default="memory://",
                    help="memory:// (the twin, default), sqlite:///PATH or mysql://USER@HOST:PORT/DB, with a "
                         "connection per node; each seed drops and recreates the engine's tables")
     p.add_argument("--trace-dir", type=Path, default=None, help="where to write the traces")
     p.add_argument("--gate-off", action="append", default=[], metavar="GATE", help="turn a gate off (repeatable)")
     p.set_defaults(func=_sim)
+
+
+def _steps(text: str) -> int:
+    """A step budget: 1 to 10,000,000 (argparse turns the ValueError into a usage error)."""
+    n = int(text)
+    if not 1 <= n <= 10_000_000:
+        raise ValueError(text)
+    return n
 
 
 def _fresh_store(url: str, nodes: tuple[str, ...]) -> dict[str, Any]:

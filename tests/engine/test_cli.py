@@ -129,6 +129,18 @@ def test_engine_sim_on_sqlite_writes_the_twins_traces(capsys, tmp_path: Path) ->
     assert len(runs[0]) == 16 and runs[0] == runs[1] == runs[2]
 
 
+@pytest.mark.parametrize("args", [["--max-steps", "0"], ["--max-steps", "x"], ["--store", "bogus://x"]])
+def test_engine_sim_refuses_a_bad_budget_or_store(capsys, args: list[str]) -> None:
+    # A usage error (argparse exits) or a typed error the CLI prints: exit status 2 either way.
+    try:
+        code = main(["engine", "sim", "--seeds", "1", *args])
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--max-steps" in err or "is not sqlite:///PATH" in err
+
+
 def test_engine_sim_fails_with_the_fix_off(capsys) -> None:
     code = main(["engine", "sim", "--seeds", "3", "--gate-off", "HONOUR_CHECK",
                  "--gate-off", "FORCE_SIGNAL_WORKFLOW_EXEC_IN_SCHEDULER"])
