@@ -114,13 +114,16 @@ class CommandProcessor:
         except StopIteration as stop:
             return bool(stop.value)
 
-    def _put(self, cmd: str, attempt: str, status: str) -> Generator[None, None, bool]:
+    def _put(self, cmd: str, attempt: str, status: str,
+             step: Callable[[Callable[[], bool]], bool]) -> Generator[None, None, bool]:
+        """Write `status` for `attempt`; `step` runs the store's write (the attempt's end
+        when it is refused)."""
         now = self.clock.now_ms
         if self.gates.atomic_put_if_owner:
             if self.before_write is not None:
                 self.before_write(status)
-            return self.store.put_if_owner(self.node, now(), cmd, attempt, status, self.settings.state_ttl_ms,
-                                           checked=self.gates.attempt_guard)
+            return step(lambda: self.store.put_if_owner(self.node, now(), cmd, attempt, status, self.settings.state_ttl_ms,
+                                                        checked=self.gates.attempt_guard))
         # Unguarded calibration: read the owner, then write; the guard can change hands between.
         owner = self.store.guard_owner(cmd)
         yield
@@ -128,7 +131,8 @@ class CommandProcessor:
             self.before_write(status)
         if self.gates.attempt_guard and owner != attempt:
             return False
-        return self.store.put_if_owner(self.node, now(), cmd, attempt, status, self.settings.state_ttl_ms, checked=False)
+        return step(lambda: self.store.put_if_owner(self.node, now(), cmd, attempt, status, self.settings.state_ttl_ms,
+                                                    checked=False))
 
     def steps(self, inv: Invocation) -> Generator[None, None, bool]:
         """One delivery of command `inv.cmd`, yielding after each store step; returns True when
@@ -152,24 +156,31 @@ class CommandProcessor:
         attempt = self.attempt_ids()
         inv.attempt = attempt
         lost = [False]
-        # The heartbeat renews from its own thread: the attempt's end (its guard release) and a
-        # renewal are one at a time, and no renewal comes after the end (found by
-        # TraceCommandQueue on a two-process run: a guard_renew logged after guard_release).
+        ended = [False]  # a refused write or external call ends the attempt, as a lost guard does
+        # The heartbeat renews from its own thread: whatever ends the attempt (a refused write or
+        # call, its guard release) and a renewal are one at a time, and no renewal comes after
+        # the end (found on two-process runs: a guard_renew logged after guard_release, and
+        # under load after a refused put).
         ending = threading.Lock()
         ended_all = [False]
+
+        def ending_step(step: Callable[[], bool]) -> bool:
+            with ending:
+                ok = step()
+                ended[0] = ended[0] or not ok
+                return ok
         if self.gates.attempt_guard:
             if not self.store.guard_take(self.node, now(), cmd, attempt, self.settings.guard_ttl_ms):
                 return False  # another delivery is working on it: leave the entry pending
 
             def renew_guard() -> None:
                 with ending:
-                    if not ended_all[0] and not lost[0] and not self.store.guard_renew(
+                    if not ended_all[0] and not lost[0] and not ended[0] and not self.store.guard_renew(
                             self.node, now(), cmd, attempt, self.settings.guard_ttl_ms):
                         lost[0] = True  # a stale attempt: it ends at its next step
 
             inv.on_heartbeat(renew_guard)
             yield
-        ended = [False]  # a refused write ends the attempt, as a lost guard does
 
         def over() -> bool:
             return lost[0] or ended[0]
@@ -177,8 +188,8 @@ class CommandProcessor:
         def put(status: str) -> Generator[None, None, bool]:
             if over():
                 return False
-            ok = yield from self._put(cmd, attempt, status)
-            ended[0] = not ok
+            ok = yield from self._put(cmd, attempt, status, ending_step)
+            ended[0] = ended[0] or not ok
             return ok
 
         try:
@@ -194,9 +205,9 @@ class CommandProcessor:
             if status == "SUBMITTING":
                 if over():
                     return False
-                if self.store.external_call(self.node, now(), cmd, attempt, checked=self.gates.attempt_guard) < 0:
-                    ended[0] = True  # the guard lapsed or passed on: a stale attempt calls nothing
-                    return False
+                if not ending_step(lambda: self.store.external_call(self.node, now(), cmd, attempt,
+                                                                     checked=self.gates.attempt_guard) >= 0):
+                    return False  # the guard lapsed or passed on: a stale attempt calls nothing
                 yield
                 answer = self.app.call(cmd, inv.payload)
                 if not (yield from put("PROCESSING")):

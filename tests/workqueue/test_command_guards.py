@@ -4,6 +4,7 @@ owns the guard, with the TTL each guard step writes logged."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 
 import pytest
@@ -72,6 +73,47 @@ class _Answers:
 
     def check(self, cmd: str, payload: str) -> str:
         return "succeeded"
+
+
+class _RenewsRightAfterARefusal(CommandStore):
+    """A store whose refused put lets the heartbeat thread renew at once, before the attempt
+    has seen the refusal: the moment a loaded two-process run hit (`guard_renew` logged after
+    a refused put)."""
+
+    renewers: list  # the attempt's renewers, as the heartbeat holds them
+    threads: list[threading.Thread]
+
+    def put_if_owner(self, *args, **kwargs) -> bool:  # type: ignore[no-untyped-def]
+        ok = super().put_if_owner(*args, **kwargs)
+        if not ok:
+            heartbeat = threading.Thread(target=lambda: [renew() for renew in self.renewers])
+            heartbeat.start()
+            # With the fix the renewal waits for the attempt's end (and then renews nothing),
+            # so this join times out; without it the renewal is logged here, after the refusal.
+            heartbeat.join(timeout=2)
+            self.threads.append(heartbeat)
+        return ok
+
+
+def test_no_guard_renewal_comes_after_a_refused_put() -> None:
+    clock = VirtualClock(1_000)
+    with virtual_time(clock):
+        store = _RenewsRightAfterARefusal(fake_client(), "t")
+        store.threads = []
+        store.submit_state("client", clock.now_ms(), "c1", 10_000)
+        proc = CommandProcessor(store, "n1", clock, SIM_SETTINGS, Gates(), _Answers())
+        inv = Invocation("1-0", "p", 1, "new", "c1")
+        steps = proc.steps(inv)
+        next(steps)  # the guard is taken, its renewer registered
+        store.renewers = list(inv.renewers)
+        clock.advance(SIM_SETTINGS.guard_ttl_ms + 1)  # the guard lapses; another attempt takes it
+        assert store.guard_take("n2", clock.now_ms(), "c1", "n2-1", SIM_SETTINGS.guard_ttl_ms)
+        for _ in steps:
+            pass
+        for t in store.threads:
+            t.join()
+        ops = [(e["op"], e["outcome"]) for e in store.events() if e.get("args", {}).get("attempt") == "n1-1"]
+    assert store.threads and ops == [("guard_take", "taken"), ("put_if_owner", "refused")], ops
 
 
 def test_no_guard_renewal_comes_after_the_attempt_released_its_guard() -> None:
