@@ -23,11 +23,14 @@ from hypothesis import Phase, settings
 # Hypothesis' own defaults, named: what every run uses unless HYPOTHESIS_PROFILE says otherwise.
 settings.register_profile("default", settings.get_profile("default"))
 settings.register_profile("nightly", max_examples=1_000, stateful_step_count=100, derandomize=False, deadline=None)
-# `leaseproof mutate` asks a machine only whether it fails on a mutant: ten times the default
-# examples (still derandomized: two runs give the same verdicts), without shrinking the failure
-# (which can take minutes and changes no verdict). At 1x the engine machine killed 18 of 32
-# mutants; at 10x three more (a stale remove, a lost rerun signal), at about 40 s a survivor.
-settings.register_profile("mutate", max_examples=1_000, phases=[Phase.explicit, Phase.reuse, Phase.generate])
+# `leaseproof mutate` asks a machine only whether it fails on a mutant: the default examples
+# (still derandomized: two runs give the same verdicts), without shrinking the failure (which
+# can take minutes and changes no verdict). The queue's stateful check runs so (about 60 s a
+# surviving mutant for its four machines, two on Redis).
+settings.register_profile("mutate", phases=[Phase.explicit, Phase.reuse, Phase.generate])
+# Ten times the examples: the engine's stateful check (at 1x its machine killed 18 of 32
+# mutants; at 10x three more of the ten survivors tried, at about 40 s a survivor).
+settings.register_profile("mutate_wide", settings.get_profile("mutate"), max_examples=1_000)
 # The quick subset of `leaseproof mutate` (the default test run's): a quarter of the default.
 settings.register_profile("mutate_quick", settings.get_profile("mutate"), max_examples=25)
 if os.environ.get("HYPOTHESIS_PROFILE"):
