@@ -6,9 +6,13 @@ stateful machines, trace recording plus validation) runs there. The matrix shows
 mutant and check: killed, survived, timeout, error, blind (the check cannot observe it: the
 catalogue says why) or equivalent (it changes no behaviour: the catalogue says why).
 
-Exit status: 0 when every mutant that is not equivalent was killed by some check and no cell
-is an error, 1 otherwise, 2 for a usage error (an unknown system, check or mutant, a catalogue
-that does not load).
+With `--compare EARLIER.json` (an earlier run's `--json`), the run also lists every cell whose
+verdict differs from that run's: the matrix is reproducible when none does.
+
+Exit status: 0 when every mutant that is not equivalent was killed by some check, no cell is an
+error and (with --compare) no verdict differs from the earlier run's; 1 otherwise; 2 for a
+usage error (an unknown system, check or mutant, a catalogue that does not load, an earlier run
+that is no kill matrix).
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--jobs", type=int, default=1, help="mutants checked at once (default 1)")
     p.add_argument("--keep", type=Path, metavar="DIR", help="make the scratch copies under DIR and keep them")
     p.add_argument("--json", action="store_true", help="print the matrix as JSON")
+    p.add_argument("--compare", type=Path, metavar="EARLIER.json",
+                   help="an earlier run's --json: list the cells whose verdict differs, and fail if any does")
     p.set_defaults(func=run)
 
 
@@ -69,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not any(selected.values()):
         raise LeaseproofError(f"no mutant selected in {systems}{' (none is marked quick)' if args.quick else ''}")
+    before = _earlier(args.compare) if args.compare is not None else None
     work = Path(tempfile.mkdtemp(prefix="lp-mutate-", dir=args.keep))
     rows: list[matrix.Row] = []
     checks_all: list[str] = []
@@ -82,12 +89,37 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
+    diffs = matrix.differences(before, rows) if before is not None else []
     if args.json:
-        json.dump(matrix.as_json(rows, checks_all), sys.stdout, indent=2)
+        doc = matrix.as_json(rows, checks_all)
+        if before is not None:
+            doc["compared"] = {"earlier": str(args.compare), "cells": matrix.compared(before, rows),
+                               "differences": [vars(d) for d in diffs]}
+        json.dump(doc, sys.stdout, indent=2)
         print()
     else:
         _print(rows, checks_all)
-    return 0 if matrix.ok(rows) else 1
+        if before is not None:
+            _print_comparison(args.compare, matrix.compared(before, rows), diffs)
+    return 0 if matrix.ok(rows) and not diffs else 1
+
+
+def _earlier(path: Path) -> dict[tuple[str, str], str]:
+    """The verdicts of an earlier run's JSON; a usage error when it cannot be read as one."""
+    from conformance.mutate import matrix
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return matrix.earlier_verdicts(doc)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, matrix.MatrixFileError) as exc:
+        raise LeaseproofError(f"--compare {path}: {exc}") from None
+
+
+def _print_comparison(path: Path, cells: int, diffs: list) -> None:
+    if not diffs:
+        print(f"the same verdicts as {path} in all {cells} cells both runs have")
+    for d in diffs:
+        print(f"DIFFERS {d.mutant} {d.check}: {d.before} in {path}, {d.now} now")
 
 
 def _print(rows: list, checks: list[str]) -> None:

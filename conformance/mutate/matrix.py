@@ -125,6 +125,61 @@ def as_json(rows: list[Row], checks: list[str]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Difference:
+    """One cell whose verdict differs between an earlier run and this one."""
+
+    mutant: str  # system/mutant
+    check: str
+    before: str
+    now: str
+
+
+class MatrixFileError(ValueError):
+    """An earlier run's JSON (`--compare`) is unreadable or not a kill matrix."""
+
+
+MAX_COMPARED_MUTANTS = 10_000  # an earlier run's file is input: bound what it may claim
+
+
+def earlier_verdicts(doc: Any) -> dict[tuple[str, str], str]:
+    """The verdicts of an earlier `--json` run, by (system/mutant, check); `MatrixFileError` when
+    the document is not such a run."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("mutants"), list):
+        raise MatrixFileError("not a kill matrix: expected an object with a `mutants` list (`leaseproof mutate --json`)")
+    if len(doc["mutants"]) > MAX_COMPARED_MUTANTS:
+        raise MatrixFileError(f"{len(doc['mutants'])} mutants, over the bound of {MAX_COMPARED_MUTANTS}")
+    out: dict[tuple[str, str], str] = {}
+    for i, m in enumerate(doc["mutants"]):
+        try:
+            name = f"{m['system']}/{m['mutant']}"
+            cells = {str(k): c["verdict"] for k, c in m["cells"].items()}
+        except (TypeError, KeyError, AttributeError) as exc:
+            raise MatrixFileError(f"mutant #{i + 1}: missing or malformed field {exc}") from None
+        for check, verdict in cells.items():
+            if verdict not in (KILLED, SURVIVED, TIMEOUT, ERROR, BLIND, EQUIVALENT):
+                raise MatrixFileError(f"{name} {check}: unknown verdict {str(verdict)[:40]!r}")
+            out[(name, check)] = verdict
+    return out
+
+
+def differences(before: dict[tuple[str, str], str], rows: list[Row]) -> list[Difference]:
+    """The cells both runs have whose verdicts differ (cells only one run has are not compared:
+    a run may select fewer mutants or checks)."""
+    out = []
+    for r in rows:
+        for check, c in r.cells.items():
+            was = before.get((f"{r.system}/{r.mutant}", check))
+            if was is not None and was != c.verdict:
+                out.append(Difference(f"{r.system}/{r.mutant}", check, was, c.verdict))
+    return out
+
+
+def compared(before: dict[tuple[str, str], str], rows: list[Row]) -> int:
+    """How many cells of this run the earlier run also has."""
+    return sum((f"{r.system}/{r.mutant}", check) in before for r in rows for check in r.cells)
+
+
 def cell_text(c: Cell) -> str:
     """A cell as the table prints it: the verdict and its seconds (ran), or the verdict."""
     return f"{c.verdict} {c.seconds:.1f}s" if c.verdict in RAN else c.verdict

@@ -88,8 +88,43 @@ def test_a_survivor_fails_the_run_and_killed_mutants_pass_it() -> None:
     assert "tests: killed 2 of the 2 mutants it ran on (100%)" in proc.stdout
 
 
-def test_two_runs_give_the_same_verdicts() -> None:
-    assert verdicts(mutate(TOY, "--json").stdout) == verdicts(mutate(TOY, "--json").stdout)
+def test_two_runs_give_the_same_verdicts(tmp_path: Path) -> None:
+    first = mutate(TOY, "--json").stdout
+    earlier = tmp_path / "first.json"
+    earlier.write_text(first)
+    second = mutate(TOY, "--json", "--compare", str(earlier))
+    assert verdicts(first) == verdicts(second.stdout)
+    assert json.loads(second.stdout)["compared"]["differences"] == []
+    assert json.loads(second.stdout)["compared"]["cells"] == 8
+
+
+def test_compare_names_each_cell_whose_verdict_differs(tmp_path: Path) -> None:
+    doc = json.loads(mutate(TOY, "--json", "--checks", "tests", "--mutant", "boundary_off_by_one").stdout)
+    doc["mutants"][0]["cells"]["tests"]["verdict"] = "survived"  # as if the earlier run had missed it
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(json.dumps(doc))
+    proc = mutate(TOY, "--checks", "tests", "--mutant", "boundary_off_by_one", "--compare", str(earlier))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"DIFFERS lease/boundary_off_by_one tests: survived in {earlier}, killed now" in proc.stdout
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("", "Expecting value"),
+    ("[1, 2]", "not a kill matrix"),
+    ('{"mutants": [{"system": "lease"}]}', "mutant #1"),
+    ('{"mutants": [{"system": "lease", "mutant": "m", "cells": {"tests": {"verdict": "passed"}}}]}', "unknown verdict"),
+])
+def test_an_earlier_run_that_is_no_matrix_is_a_usage_error(tmp_path: Path, text: str, message: str) -> None:
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(text)
+    proc = mutate(TOY, "--mutant", "boundary_off_by_one", "--compare", str(earlier))
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert "[1/1]" not in proc.stderr  # refused before any check ran
+
+
+def test_a_missing_earlier_run_is_a_usage_error(tmp_path: Path) -> None:
+    proc = mutate(TOY, "--compare", str(tmp_path / "nope.json"))
+    assert proc.returncode == 2 and "nope.json" in proc.stderr
 
 
 def _copy(tmp_path: Path, checks: str) -> Path:
