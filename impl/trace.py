@@ -45,20 +45,25 @@ def header(
     return line
 
 
-def render(head: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) -> str:
-    """The whole trace as NDJSON text: header, events renumbered from 1 in order, end line."""
+def render(head: Mapping[str, Any], events: Iterable[Mapping[str, Any]], *, store_seq: bool = False) -> str:
+    """The whole trace as NDJSON text: header, events renumbered from 1 in order, end line.
+
+    With `store_seq`, each event keeps the `seq` its store gave it (a commit number that counts
+    every committed step, 1, 2, ...), so a step whose event is missing, or was written in a
+    transaction of its own, leaves a gap the reader rejects instead of being renumbered away.
+    """
     lines = [json.dumps(head, sort_keys=True)]
     count = 0
     for count, event in enumerate(events, start=1):
-        line = {"kind": "event", **event, "seq": count}
+        line = {"kind": "event", **event, "seq": event["seq"] if store_seq else count}
         lines.append(json.dumps(line, sort_keys=True))
     lines.append(json.dumps({"kind": "end", "count": count}, sort_keys=True))
     return "\n".join(lines) + "\n"
 
 
-def write(path: Path, head: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) -> Path:
-    """Write a trace to `path` atomically (a reader never sees half a file)."""
-    text = render(head, events)
+def write(path: Path, head: Mapping[str, Any], events: Iterable[Mapping[str, Any]], *, store_seq: bool = False) -> Path:
+    """Write a trace to `path` atomically (a reader never sees half a file); `store_seq` as `render`."""
+    text = render(head, events, store_seq=store_seq)
     tmp = path.with_name(path.name + ".part")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -200,7 +200,7 @@ def _sim(args: argparse.Namespace) -> int:
                 name = f"sim-seed{seed}/{wf}"
                 head = engine_header(run.sim.gates, run.sim.settings, run.sim.node_names, name, features(evs),
                                      run.sim.faults.of(wf))
-                trace.write(args.trace_dir / f"sim-seed{seed}-{wf}.ndjson", head, (e.line() for e in evs))
+                trace.write(args.trace_dir / f"sim-seed{seed}-{wf}.ndjson", head, (e.line() for e in evs), store_seq=True)
         overlaps = run.sim.monitor.overlaps
         unfinished = run.crashes == 0 and run.completed < args.workflows
         bad += 1 if overlaps or unfinished or run.sim.errors else 0

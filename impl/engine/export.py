@@ -80,7 +80,7 @@ def render_workflow(
 ) -> str:
     """One workflow's trace as NDJSON text."""
     head = engine_header(gates, settings, nodes, run, features(events), faults)
-    return trace.render(head, (e.line() for e in events))
+    return trace.render(head, (e.line() for e in events), store_seq=True)
 
 
 def write_traces(
@@ -100,7 +100,7 @@ def write_traces(
     for wf, evs in by_workflow(events).items():
         name = _SAFE.sub("_", f"{run}-{wf}") + ".ndjson"
         head = engine_header(gates, settings, nodes, f"{run}/{wf}", features(evs), faults(wf))
-        paths.append(trace.write(directory / name, head, (e.line() for e in evs)))
+        paths.append(trace.write(directory / name, head, (e.line() for e in evs), store_seq=True))
     return paths
 
 

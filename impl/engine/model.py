@@ -257,9 +257,11 @@ class Event:
     state: dict[str, Any] = field(default_factory=dict)
 
     def line(self) -> dict[str, Any]:
-        """The event's fields for `impl.trace.render` (which adds `kind` and renumbers `seq`)."""
+        """The event's fields for `impl.trace.render` (with `store_seq`: a workflow's trace is
+        numbered by `wf_seq`, the workflow lock's count of its committed transactions, so an event
+        missing from its transaction shows as a gap)."""
         return {
-            "seq": self.seq,
+            "seq": self.wf_seq,
             "node": self.node,
             "op": self.op,
             "now": self.now,

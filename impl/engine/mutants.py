@@ -144,5 +144,5 @@ def record(mutant: Mutant, directory: Path, seeds: range, workflows: int = 8) ->
             head = engine_header(run.sim.gates, run.sim.settings, run.sim.node_names, name, features(evs),
                                  run.sim.faults.of(wf))
             path = directory / mutant.name / f"seed{seed}-{wf}.ndjson"
-            paths.append(trace.write(path, head, (e.line() for e in evs)))
+            paths.append(trace.write(path, head, (e.line() for e in evs), store_seq=True))
     return result, paths

@@ -161,7 +161,7 @@ class Recorder:
                 head = engine_header(r.gates, r.settings, names, f"{run}/{wf}",
                                      sorted(set(features(evs)) | r.features), faults)
                 path = where / (_SAFE.sub("_", f"{run}-{wf}") + ".ndjson")
-                paths.append(trace.write(path, head, (e.line() for e in evs)))
+                paths.append(trace.write(path, head, (e.line() for e in evs), store_seq=True))
         return paths
 
 

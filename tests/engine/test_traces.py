@@ -117,3 +117,24 @@ def test_events_match_the_engine_event_schema(runs) -> None:
     bad = {"kind": "event", "seq": 1, "node": "n1", "op": "fetch", "now": 0, "wf": "w", "args": {},
            "outcome": "stolen", "state": {"instance": None, "task": None}}
     assert not validator.is_valid(bad)  # the schema can refuse something
+
+
+def test_a_step_committed_without_its_event_leaves_a_gap_the_reader_rejects(tmp_path: Path) -> None:
+    # The store numbers a workflow's committed transactions (wf_seq) and the trace keeps that
+    # number: an event lost from its transaction (or written in one of its own, after the
+    # commit) cannot be renumbered away into a trace that looks whole.
+    from conformance.traces.read import read_trace_file
+    from conformance.traces.trace import TraceKind, TraceVerdict
+    from impl.engine.export import by_workflow, render_workflow
+
+    run = simulate(seed=3, workflows=1)
+    [(wf, events)] = by_workflow(run.sim.backend.read_events()).items()
+    assert [e.wf_seq for e in events] == list(range(1, len(events) + 1))
+    whole, holed = tmp_path / "whole.ndjson", tmp_path / "holed.ndjson"
+    whole.write_text(render_workflow(events, run.sim.gates, run.sim.settings, run.sim.node_names, "whole", {}))
+    holed.write_text(render_workflow(events[:2] + events[3:], run.sim.gates, run.sim.settings, run.sim.node_names,
+                                     "holed", {}))
+    assert not isinstance(read_trace_file(whole), TraceVerdict)
+    bad = read_trace_file(holed)
+    assert isinstance(bad, TraceVerdict) and bad.kind is TraceKind.MALFORMED
+    assert "seq 4 where 3 was due" in bad.reason
