@@ -9,9 +9,10 @@ and on a violated one alike). An error or a timeout never matches.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from conformance.models.model import Expect, Model
-from conformance.output.verdict import Kind, Verdict
+from conformance.output.verdict import ErrorKind, Kind, Stats, Verdict
 
 
 @dataclass(frozen=True)
@@ -62,3 +63,14 @@ def mismatches(expect: Expect, v: Verdict) -> tuple[str, ...]:
 def outcome(model: Model, v: Verdict, workers: int | None = None) -> Outcome:
     """Compare `model`'s expectation with `v` (checked with `workers` TLC workers)."""
     return Outcome(model, v, mismatches(model.expect, v), workers)
+
+
+REFUSED = "-"  # the expectation of a model file that could not be read: none
+
+
+def refused(path: Path, reason: str) -> Outcome:
+    """The outcome of a model file the loader refused: its own error row, so that one bad file
+    never stops the others (a stand-in model named after the file, expecting nothing)."""
+    stand_in = Model(name=path.stem, path=path, module=REFUSED, module_path=path, expect=Expect(REFUSED), why=reason)
+    verdict = Verdict(Kind.ERROR, Stats(), error_kind=ErrorKind.MODEL_FILE, message=reason)
+    return Outcome(stand_in, verdict, (f"the model file was refused: {reason}",))

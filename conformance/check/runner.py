@@ -47,20 +47,28 @@ def default_workers() -> int:
 
 
 def prepare(model: Model, rendered: Rendered, run_dir: Path) -> None:
-    """Write into `run_dir` every .tla file beside the model's module, the wrapper, and the cfg."""
-    for spec in model.module_path.parent.glob("*.tla"):
-        shutil.copy2(spec, run_dir / spec.name)
+    """Write into `run_dir` the module's folder as TLC needs it (every .tla and Java override
+    .class file under it, subfolders kept: `Model.spec_files`), the wrapper, and the cfg."""
+    for rel in model.spec_files:
+        dest = run_dir / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(model.spec_dir / rel, dest)
     for name, text in rendered.extra_modules.items():
         (run_dir / name).write_text(text, encoding="utf-8")
     (run_dir / rendered.cfg_name).write_text(rendered.cfg, encoding="utf-8")
 
 
 def invocation(model: Model, rendered: Rendered, tlc: Tlc, workers: int, run_dir: Path | None = None) -> TlcInvocation:
-    """The TLC invocation for a rendered model (paths relative to its run directory)."""
+    """The TLC invocation for a rendered model (paths relative to its run directory; the module's
+    subfolders on TLC's library path, so that EXTENDS finds their modules, and the folders of
+    Java override classes on its classpath)."""
+    base = run_dir if run_dir is not None else Path(".")
     return TlcInvocation(
         java=tlc.java, jar=tlc.jar, module_file=f"{rendered.main}.tla", cfg_file=rendered.cfg_name,
         workers=workers, metadir="states", check_deadlock=model.check_deadlock,
         tmpdir=str(run_dir / "tmp") if run_dir is not None else None,
+        library=tuple(str(base / d) for d in model.library_dirs),
+        classpath=tuple(str(base / d) for d in model.class_dirs),
     )
 
 
@@ -71,9 +79,11 @@ def run_once(
     properties: tuple[str, ...] | None = None,
     on_line: Callable[[str], None] | None = None,
     keep_dir: Path | None = None,
+    invariants: bool = True,
 ) -> tuple[Verdict, RawRun]:
-    """One TLC run of `model` (checking `properties`, default all); returns its verdict and output."""
-    rendered = render_model(model, properties)
+    """One TLC run of `model` (checking `properties`, default all, and its invariants unless
+    `invariants` is false); returns its verdict and output."""
+    rendered = render_model(model, properties, invariants=invariants)
     with tempfile.TemporaryDirectory(prefix=f"leaseproof-{model.name}-") as tmp:
         run_dir = Path(tmp)
         prepare(model, rendered, run_dir)
@@ -87,7 +97,8 @@ def run_once(
             (keep_dir / rendered.cfg_name).write_text(rendered.cfg, encoding="utf-8")
             run_facts = {"exit_code": raw.exit_code, "timed_out": raw.timed_out, "seconds": round(raw.seconds, 3)}
             (keep_dir / f"{model.name}.run.json").write_text(json.dumps(run_facts) + "\n", encoding="utf-8")
-    verdict = verdict_from_output(parse_messages(raw.output), exit_code=raw.exit_code, seconds=raw.seconds, timed_out=raw.timed_out)
+    verdict = verdict_from_output(parse_messages(raw.output), exit_code=raw.exit_code, seconds=raw.seconds,
+                                  timed_out=raw.timed_out, behaviours=not model.assumptions_only)
     return verdict, raw
 
 
@@ -122,8 +133,7 @@ def _name_temporal(model: Model, tlc: Tlc, workers: int, first: Verdict) -> Verd
     """Re-check the temporal properties one at a time; the first that fails names the verdict."""
     seconds = first.stats.seconds
     for prop in model.properties:
-        alone = dataclasses.replace(model, invariants=())
-        v, _ = run_once(alone, tlc, workers, properties=(prop,))
+        v, _ = run_once(model, tlc, workers, properties=(prop,), invariants=False)
         seconds += v.stats.seconds
         if v.kind is Kind.VIOLATED and v.property_kind is PropertyKind.TEMPORAL:
             log.info("%s: temporal property %s is the one violated", model.name, prop)

@@ -1,7 +1,9 @@
 """`leaseproof check [MODEL...]`: model-check the models and compare with their expected verdicts.
 
+A model file that cannot be read or is invalid gets its own error row; the others run.
+
 Exit status: 0 when every model gave its expected verdict, 1 when any did not (a mismatch, an
-error, a timeout), 2 for a usage error (unknown model, invalid model file, no Java or TLC).
+error, a timeout, a refused model file), 2 for a usage error (unknown model, no Java or TLC).
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from conformance.check.compare import Outcome
+from conformance.check.compare import Outcome, refused
 from conformance.check.runner import Tlc, default_workers, invocation, workers_for
 from conformance.check.suite import run_suite
 from conformance.check.witness import unwitnessed, witnesses
-from conformance.errors import LeaseproofError
+from conformance.errors import LeaseproofError, ModelFileError
 from conformance.models.discover import model_files, select
 from conformance.models.model import Model, load_model
 from conformance.models.render import render_model
@@ -47,18 +49,25 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=run)
 
 
-def load_selected(root: Path, names: list[str], quick: bool) -> list[Model]:
-    """The models named (or all), loaded and checked; only the quick ones with `quick`."""
+def load_selected(root: Path, names: list[str], quick: bool) -> tuple[list[Model], list[Outcome]]:
+    """The models named (or all), loaded and checked (only the quick ones with `quick`), and an
+    error outcome for each model file the loader refused."""
     models_dir = root / "models"
     if not models_dir.is_dir():
         raise LeaseproofError(f"no models/ directory in {root.resolve()}: run from the project directory or pass --root")
     tla_dirs = (root / "tla",)
-    models = [load_model(p, tla_dirs) for p in select(models_dir, names)]
+    models: list[Model] = []
+    bad: list[Outcome] = []
+    for p in select(models_dir, names):
+        try:
+            models.append(load_model(p, tla_dirs))
+        except ModelFileError as exc:
+            bad.append(refused(p, str(exc)))
     if quick:
         models = [m for m in models if m.quick]
-    if not models:
+    if not models and not bad:
         raise LeaseproofError("no models to check" + (" (none is marked quick: true)" if quick else ""))
-    return models
+    return models, bad
 
 
 def whole_suite(root: Path) -> list[Model]:
@@ -75,24 +84,26 @@ def whole_suite(root: Path) -> list[Model]:
 
 def run(args: argparse.Namespace) -> int:
     """Run `leaseproof check`."""
-    models = load_selected(args.root, args.models, args.quick)
+    models, bad = load_selected(args.root, args.models, args.quick)
     tlc = Tlc.locate()
     jobs = args.jobs or max(1, default_workers() // 2)
     if args.dry_run:
         workers = args.workers or max(1, default_workers() // jobs)
+        for o in bad:
+            print(f"# REFUSED {o.model.path}: {o.verdict.message}")
         for m in models:
             rendered = render_model(m)
-            print(f"# {m.name} ({m.path}): in a fresh directory holding {m.module_path.parent}/*.tla and {rendered.cfg_name}")
+            print(f"# {m.name} ({m.path}): in a fresh directory holding the .tla and .class files under {m.spec_dir} and {rendered.cfg_name}")
             print(rendered.cfg.rstrip())
             print(shell_line(tlc_command(invocation(m, rendered, tlc, workers_for(m, workers)))))
-        return 0
+        return 1 if bad else 0
 
     console = Console(stderr=args.json)
     if not console.is_terminal:
         console = Console(stderr=args.json, width=max(console.width, 140))
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True, disable=not console.is_terminal) as progress:
-        task = progress.add_task(f"checking {len(models)} models", total=len(models))
+        task = progress.add_task(f"checking {len(models)} models", total=len(models) + len(bad))
         running: dict[str, int] = {}
 
         def show() -> None:
@@ -115,8 +126,10 @@ def run(args: argparse.Namespace) -> int:
                 mark = "PASS" if o.passed else "FAIL"
                 print(f"{mark} {o.model.name}: {o.verdict.summary()} ({o.verdict.stats.seconds:.1f} s)", flush=True)
 
-        outcomes = run_suite(models, tlc, jobs=jobs, workers=args.workers, on_start=started, on_done=done,
-                              keep_dir=args.keep, on_progress=advanced)
+        for o in bad:
+            done(o)
+        outcomes = bad + run_suite(models, tlc, jobs=jobs, workers=args.workers, on_start=started, on_done=done,
+                                   keep_dir=args.keep, on_progress=advanced)
 
     ws = witnesses(outcomes, whole_suite(args.root))
     missing = unwitnessed(ws)

@@ -1,10 +1,12 @@
-"""Which constants a TLA+ module declares, its EXTENDS included.
+"""Which constants a TLA+ module declares, and which operators it defines, its EXTENDS included.
 
 TLC 2.15 silently ignores a cfg assignment to a name the spec does not declare, so a misspelt
 gate (`HonorCheck` for `HonourCheck`) would leave the real gate at its other value and the model
 would check something else than its file says. The loader refuses such a model; this module
-finds the declared names. It reads declarations only (`CONSTANT`/`CONSTANTS` lists, comments
-removed), which is all it needs: SANY still parses the whole spec when TLC runs.
+finds the names a cfg may assign: the declared constants (`CONSTANT`/`CONSTANTS` lists) and the
+defined operators (`Name ==`, `Name(a, b) ==`, `f[x \in S] ==`, at the start of a line), which
+TLC also lets a cfg override. It reads declarations and definitions only (comments removed),
+which is all it needs: SANY still parses the whole spec when TLC runs.
 """
 
 from __future__ import annotations
@@ -20,10 +22,29 @@ _DECL = re.compile(r"\bCONSTANTS?\b")
 # One declared name (with an operator's arity, `B(_, _)`), then a comma if the list goes on.
 _ITEM = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([_,\s]*\))?\s*(,?)")
 _EXTENDS = re.compile(r"\bEXTENDS\b([^\n]*)")
+_DEFINITION = re.compile(r"^[ \t]*(?:LOCAL[ \t]+)?([A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*)[ \t]*(?:\([^)\n]*\)|\[[^\]\n]*\])?[ \t]*==",
+                         re.M)
 
 
 def _clean(text: str) -> str:
     return _STRING.sub('""', _LINE_COMMENT.sub("", _COMMENT_LINE.sub("", _BLOCK_COMMENT.sub(" ", text))))
+
+
+def _extended(text: str) -> list[str]:
+    return [n for ext in _EXTENDS.finditer(text) for n in (m.strip() for m in ext.group(1).split(",")) if n]
+
+
+def defined_operators(module_path: Path, _seen: set[Path] | None = None) -> set[str]:
+    """Operators defined by the module at `module_path` and the modules it EXTENDS beside it."""
+    seen = set() if _seen is None else _seen
+    if module_path in seen or not module_path.is_file():
+        return set()
+    seen.add(module_path)
+    text = _clean(module_path.read_text(encoding="utf-8", errors="replace"))
+    names = {m.group(1) for m in _DEFINITION.finditer(text)}
+    for module in _extended(text):
+        names |= defined_operators(module_path.parent / f"{module}.tla", seen)
+    return names
 
 
 def declared_constants(module_path: Path, _seen: set[Path] | None = None) -> set[str]:
@@ -32,7 +53,7 @@ def declared_constants(module_path: Path, _seen: set[Path] | None = None) -> set
     if module_path in seen or not module_path.is_file():
         return set()
     seen.add(module_path)
-    text = _clean(module_path.read_text(encoding="utf-8"))
+    text = _clean(module_path.read_text(encoding="utf-8", errors="replace"))
     names: set[str] = set()
     for decl in _DECL.finditer(text):
         pos = decl.end()
@@ -41,8 +62,6 @@ def declared_constants(module_path: Path, _seen: set[Path] | None = None) -> set
             pos = item.end()
             if not item.group(2):  # no comma: the list ends here
                 break
-    for ext in _EXTENDS.finditer(text):
-        for module in (n.strip() for n in ext.group(1).split(",")):
-            if module:
-                names |= declared_constants(module_path.parent / f"{module}.tla", seen)
+    for module in _extended(text):
+        names |= declared_constants(module_path.parent / f"{module}.tla", seen)
     return names

@@ -3,12 +3,18 @@
 The format is described in `models/README.md` and enforced by `model.schema.json`; the rules
 a schema cannot say (the module exists, the expected property is one that is checked) are
 checked here. Every problem is a `ModelFileError` that names the file and the field.
+
+A model gives its constants and checks in YAML, or reuses a user's cfg verbatim (`cfg:`),
+optionally adding invariants and properties. Either way the cfg is read (`cfg.py`) into the
+same fields, so that both forms are checked alike.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import os
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -19,17 +25,32 @@ import jsonschema
 import yaml
 
 from conformance.errors import ModelFileError
-from conformance.models.declared import declared_constants
+from conformance.models import cfg as cfglang
+from conformance.models.declared import declared_constants, defined_operators
 
 DEFAULT_TIMEOUT = 600.0
+# What is staged beside the module for TLC (its folder and subfolders): bounded, since a model
+# file may name a module anywhere, and its folder could be a whole tree.
+STAGED_SUFFIXES = (".tla", ".class")
+MAX_STAGED_FILES = 2_000
+MAX_STAGED_BYTES = 64 * 1024 * 1024
+SKIPPED_DIRS = {"states", "__pycache__", "node_modules", "build", "dist"}
+MAX_CFG_BYTES = 1_000_000
 
 
 @dataclass(frozen=True)
 class Constant:
-    """One constant's value: `kind` is int, bool, model_values (a set), string, model_value or tla."""
+    """One constant's value in the cfg.
+
+    `kind`: int, bool, string, model_value (value: the model value's name, the constant's own
+    for `Name = Name`), model_values (a set of them: the names), set (any other set:
+    a `cfg.CfgSet`), override (`Name <- Def`: value is Def), or tla (an expression, defined in a
+    wrapper module). `module` scopes an assignment or override to one module (`[Mod]`).
+    """
 
     kind: str
     value: Any
+    module: str | None = None
 
 
 @dataclass(frozen=True)
@@ -62,19 +83,42 @@ class Model:
     constants: dict[str, Constant] = field(default_factory=dict)
     invariants: tuple[str, ...] = ()
     properties: tuple[str, ...] = ()
-    constraint: str | None = None
-    action_constraint: str | None = None
+    constraints: tuple[str, ...] = ()
+    action_constraints: tuple[str, ...] = ()
     symmetry: str | None = None
     view: str | None = None
     check_deadlock: bool = True
     workers: int | None = None
     timeout: float = DEFAULT_TIMEOUT
     quick: bool = False
+    # A user's cfg, run verbatim (`cfg:`), and what the model file adds to it.
+    cfg_path: Path | None = None
+    cfg_text: str | None = None
+    added_invariants: tuple[str, ...] = ()
+    added_properties: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # warnings for the report (symmetry with a temporal property, ...)
+    # The files TLC needs beside the module: relative to its folder (subfolders kept).
+    spec_files: tuple[Path, ...] = ()
 
     @property
-    def spec_dirs(self) -> tuple[Path, ...]:
-        """Directories whose .tla files the run needs: the module's own, then the project's tla/."""
-        return (self.module_path.parent,)
+    def assumptions_only(self) -> bool:
+        """An ASSUME-only spec: no behaviour to explore, only its assumptions to evaluate."""
+        return self.specification is None and self.init is None
+
+    @property
+    def spec_dir(self) -> Path:
+        """The module's folder: what is staged for TLC (`spec_files`) is relative to it."""
+        return self.module_path.parent
+
+    @property
+    def library_dirs(self) -> tuple[Path, ...]:
+        """The subfolders (relative) holding modules, for TLC's library path (EXTENDS finds them)."""
+        return tuple(sorted({f.parent for f in self.spec_files if f.suffix == ".tla" and f.parent != Path(".")}))
+
+    @property
+    def class_dirs(self) -> tuple[Path, ...]:
+        """The folders (relative) holding Java override classes, for TLC's classpath."""
+        return tuple(sorted({f.parent for f in self.spec_files if f.suffix == ".class"}))
 
 
 @cache
@@ -86,27 +130,131 @@ def _field_path(error: jsonschema.ValidationError) -> str:
     return ".".join(str(p) for p in error.absolute_path) or "(top level)"
 
 
-def _constant(name: str, raw: Any) -> Constant:
-    if isinstance(raw, bool):
-        return Constant("bool", raw)
-    if isinstance(raw, int):
-        return Constant("int", raw)
+def _set_item(raw: Any) -> cfglang.CfgValue:
+    if isinstance(raw, bool) or isinstance(raw, int):
+        return raw
+    if isinstance(raw, str):
+        return cfglang.ModelValueName(raw)
     if isinstance(raw, list):
-        return Constant("model_values", tuple(raw))
+        return cfglang.CfgSet(tuple(_set_item(x) for x in raw))
     if "string" in raw:
-        return Constant("string", raw["string"])
-    if "model_value" in raw:
-        return Constant("model_value", name)
-    return Constant("tla", raw["tla"])
+        return cfglang.CfgString(cfg_string(raw["string"]))
+    return cfglang.ModelValueName(raw["model_value"])
+
+
+def _value(name: str, raw: Any, module: str | None = None) -> Constant:
+    if isinstance(raw, bool):
+        return Constant("bool", raw, module)
+    if isinstance(raw, int):
+        return Constant("int", raw, module)
+    if isinstance(raw, list):
+        if all(isinstance(x, str) for x in raw):
+            return Constant("model_values", tuple(raw), module)
+        return Constant("set", _set_item(raw), module)
+    if "string" in raw:
+        cfg_string(raw["string"])  # refused here if a cfg cannot hold it
+        return Constant("string", raw["string"], module)
+    mv = raw["model_value"]
+    return Constant("model_value", name if mv is True else mv, module)
+
+
+def _constant(name: str, raw: Any) -> Constant:
+    if isinstance(raw, dict) and "tla" in raw:
+        return Constant("tla", raw["tla"])
+    if isinstance(raw, dict) and "override" in raw:
+        return Constant("override", raw["override"], raw.get("module"))
+    if isinstance(raw, dict) and "value" in raw:
+        return _value(name, raw["value"], raw["module"])
+    return _value(name, raw)
+
+
+def _from_cfg(item: cfglang.Assignment | cfglang.Override) -> Constant:
+    """A cfg's assignment or override as the same `Constant` the YAML form gives."""
+    if isinstance(item, cfglang.Override):
+        return Constant("override", item.definition, item.module)
+    v = item.value
+    if isinstance(v, bool):
+        return Constant("bool", v, item.module)
+    if isinstance(v, int):
+        return Constant("int", v, item.module)
+    if isinstance(v, cfglang.CfgString):
+        return Constant("string", v.literal[1:-1], item.module)  # TLC 2.15 keeps a cfg string's backslashes
+    if isinstance(v, cfglang.ModelValueName):
+        return Constant("model_value", v.name, item.module)
+    if all(isinstance(x, cfglang.ModelValueName) for x in v.items):
+        return Constant("model_values", tuple(x.name for x in v.items), item.module)  # type: ignore[union-attr]
+    return Constant("set", v, item.module)
+
+
+def cfg_string(s: str) -> str:
+    """`s` as a string literal of a TLC 2.15 cfg, which keeps what stands between the quotes as
+    written, backslashes included; `ModelFileError` for a string no cfg can hold."""
+    if any(ch in s for ch in '"\\\n\r'):
+        # TLC 2.15's cfg lexer wants TLA+ escapes but keeps them undecoded in the value (`"a\\\\b"`
+        # is four characters there): no cfg string means a quote, a backslash or a line break.
+        raise ModelFileError(f"the string {s[:40]!r}: a TLC 2.15 cfg cannot hold a double quote, a backslash or a "
+                             "line break in a string; give it as {tla: ...}")
+    return f'"{s}"'
 
 
 def find_module(module: str, model_path: Path, tla_dirs: tuple[Path, ...]) -> Path | None:
-    """The file of `module`: beside the model file first, then in each of `tla_dirs`."""
+    """The file of `module`: a path (`specs/foo/MC.tla`, from the model file's folder, then
+    from each of `tla_dirs`' parents), or a name looked up beside the model file, then in each
+    of `tla_dirs`."""
+    if module.endswith(".tla"):
+        given = Path(module)
+        bases = [Path("/")] if given.is_absolute() else [model_path.parent, *(d.parent for d in tla_dirs)]
+        for base in bases:
+            candidate = base / given
+            if candidate.is_file():
+                return candidate
+        return None
     for d in (model_path.parent, *tla_dirs):
         candidate = d / f"{module}.tla"
         if candidate.is_file():
             return candidate
     return None
+
+
+def staged_files(folder: Path) -> tuple[Path, ...]:
+    """The .tla and .class files under `folder` (relative), hidden and output folders left out;
+    `ModelFileError` past the bounds."""
+    found: list[Path] = []
+    size = 0
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS
+                             and not d.endswith((".tlc-meta", ".egg-info")))
+        for f in sorted(filenames):
+            path = Path(dirpath, f)
+            if path.suffix in STAGED_SUFFIXES and path.is_file() and not path.is_symlink():
+                found.append(path.relative_to(folder))
+                size += path.stat().st_size
+        if len(found) > MAX_STAGED_FILES or size > MAX_STAGED_BYTES:
+            raise ModelFileError(f"the module's folder {folder} holds over {MAX_STAGED_FILES:,} .tla/.class files or "
+                                 f"{MAX_STAGED_BYTES // 2**20} MiB of them: put the spec in a folder of its own")
+    return tuple(found)
+
+
+def _names(raw: Any) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    return (raw,) if isinstance(raw, str) else tuple(raw)
+
+
+def _read_cfg(path: Path) -> str:
+    try:
+        if path.stat().st_size > MAX_CFG_BYTES:
+            raise ModelFileError(f"the cfg {path} is over {MAX_CFG_BYTES:,} bytes")
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ModelFileError(f"no cfg file {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelFileError(f"cannot read the cfg {path} ({exc})") from None
+
+
+# What a cfg gives, so that a model file reusing one (`cfg:`) may not give it again.
+FROM_CFG = ("constants", "gates", "specification", "init", "next", "symmetry", "view", "constraint",
+            "action_constraint", "assumptions_only")
 
 
 def parse_model(data: Any, path: Path, tla_dirs: tuple[Path, ...]) -> Model:
@@ -122,19 +270,89 @@ def parse_model(data: Any, path: Path, tla_dirs: tuple[Path, ...]) -> Model:
     def bad(field_name: str, message: str) -> ModelFileError:
         return ModelFileError(f"{path}: field {field_name}: {message}")
 
-    module_path = find_module(data["module"], path, tla_dirs)
+    cfg_path = cfg_text = None
+    parsed: cfglang.CfgFile | None = None
+    if "cfg" in data:
+        given = Path(data["cfg"])
+        cfg_path = given if given.is_absolute() else path.parent / given
+        try:
+            cfg_text = _read_cfg(cfg_path)
+            parsed = cfglang.parse_cfg(cfg_text)
+        except ModelFileError as exc:
+            raise bad("cfg", str(exc)) from None
+        for name in FROM_CFG:
+            if name in data:
+                raise bad(name, f"comes from the cfg ({data['cfg']}): give it there, or give the whole model in YAML "
+                                "without `cfg`")
+    module = data.get("module") or (str(cfg_path.resolve().with_suffix(".tla")) if cfg_path is not None else None)
+    if module is None:
+        raise bad("module", "give the module (a name or a path to its .tla), or a `cfg` beside a module of its name")
+    module_path = find_module(module, path, tla_dirs)
     if module_path is None:
         where = ", ".join(str(d) for d in (path.parent, *tla_dirs))
-        raise bad("module", f"no module {data['module']}.tla in {where}")
-    if "specification" in data and ("init" in data or "next" in data):
-        raise bad("specification", "give either specification or init and next, not both")
-    if ("init" in data) != ("next" in data):
-        raise bad("init" if "next" in data else "next", "init and next go together")
+        shown = module if module.endswith(".tla") else f"{module}.tla"
+        raise bad("module", f"no module {shown} in {where}")
+    if not re.fullmatch(cfglang.IDENT, module_path.stem):
+        raise bad("module", f"{module_path.name}: a module name is letters, digits and underscores, with a letter")
+    try:
+        spec_files = staged_files(module_path.parent)
+    except ModelFileError as exc:
+        raise bad("module", str(exc)) from None
+
+    notes: list[str] = []
+    if parsed is not None:
+        invariants = tuple(dict.fromkeys([*parsed.invariants, *data.get("invariants", ())]))
+        properties = tuple(dict.fromkeys([*parsed.properties, *data.get("properties", ())]))
+        added_inv = tuple(i for i in data.get("invariants", ()) if i not in parsed.invariants)
+        added_props = tuple(p for p in data.get("properties", ()) if p not in parsed.properties)
+        constants: dict[str, Constant] = {}
+        for item in parsed.constants:
+            key = item.name if item.module is None else f"{item.name}@{item.module}"
+            constants[key] = _from_cfg(item)
+        spec, init, nxt = parsed.specification, parsed.init, parsed.next
+        constraints, action_constraints = tuple(parsed.constraints), tuple(parsed.action_constraints)
+        symmetry, view = parsed.symmetry, parsed.view
+        check_deadlock = data.get("check_deadlock", True)
+        if parsed.check_deadlock is not None:
+            if "check_deadlock" in data and data["check_deadlock"] != parsed.check_deadlock:
+                raise bad("check_deadlock", f"the cfg says CHECK_DEADLOCK {str(parsed.check_deadlock).upper()}")
+            check_deadlock = parsed.check_deadlock
+            notes.append(f"the cfg's CHECK_DEADLOCK {str(parsed.check_deadlock).upper()} is a later TLC's keyword: "
+                         f"TLC 2.15 runs without it{' and with -deadlock' if not check_deadlock else ''}")
+    else:
+        if "specification" in data and ("init" in data or "next" in data):
+            raise bad("specification", "give either specification or init and next, not both")
+        if ("init" in data) != ("next" in data):
+            raise bad("init" if "next" in data else "next", "init and next go together")
+        if data.get("assumptions_only") and any(k in data for k in ("specification", "init", "next")):
+            raise bad("assumptions_only", "an ASSUME-only model has no specification, init or next")
+        invariants = tuple(data.get("invariants", ()))
+        properties = tuple(data.get("properties", ()))
+        added_inv = added_props = ()
+        constants = {}
+        for n, v in data.get("constants", {}).items():
+            try:
+                constants[n] = _constant(n, v)
+            except ModelFileError as exc:
+                raise bad(f"constants.{n}", str(exc)) from None
+        for gate, on in data.get("gates", {}).items():
+            if gate in constants:
+                raise bad(f"gates.{gate}", "also given under constants")
+            constants[gate] = Constant("bool", on)
+        if data.get("assumptions_only"):
+            spec = init = nxt = None
+        elif "init" in data:
+            spec, init, nxt = None, data["init"], data["next"]
+        else:
+            spec, init, nxt = data.get("specification", "Spec"), None, None
+        constraints, action_constraints = _names(data.get("constraint")), _names(data.get("action_constraint"))
+        symmetry, view = data.get("symmetry"), data.get("view")
+        check_deadlock = data.get("check_deadlock", True)
+        for name, c in constants.items():
+            if c.kind == "int" and c.value < 0:
+                raise bad(f"constants.{name}", f"TLC 2.15's cfg has no negative numbers: give {{tla: \"{c.value}\"}}")
 
     exp = data["expect"]
-    invariants = tuple(data.get("invariants", ()))
-    properties = tuple(data.get("properties", ()))
-    check_deadlock = data.get("check_deadlock", True)
     if exp["verdict"] == "violated":
         prop = exp.get("property")
         if prop is None:
@@ -145,45 +363,78 @@ def parse_model(data: Any, path: Path, tla_dirs: tuple[Path, ...]) -> Model:
         raise bad("expect.property", f"only a violated verdict names a property (verdict is {exp['verdict']})")
     if exp["verdict"] == "deadlock" and not check_deadlock:
         raise bad("check_deadlock", "a model expected to deadlock must leave deadlock checking on")
-    if data.get("symmetry") and properties:
-        raise bad("symmetry", "TLC cannot check temporal properties under symmetry reduction")
+    if symmetry and properties:
+        # TLC 2.15 checks it, with its own warning: a report must say so, not refuse it.
+        notes.append(f"SYMMETRY {symmetry} with a temporal property: TLC may miss a liveness violation under "
+                     "symmetry reduction (its own warning); check liveness without it to be sure")
+    if spec is None and init is None and (invariants or properties):
+        raise bad("invariants" if invariants else "properties",
+                  "an ASSUME-only model (no specification, init or next) has no behaviour to check them on")
 
-    constants = {n: _constant(n, v) for n, v in data.get("constants", {}).items()}
-    for gate, on in data.get("gates", {}).items():
-        if gate in constants:
-            raise bad(f"gates.{gate}", "also given under constants")
-        constants[gate] = Constant("bool", on)
-    declared = declared_constants(module_path)
-    for name in constants:
-        if name not in declared:
-            section = "gates" if name in data.get("gates", {}) else "constants"
-            close = difflib.get_close_matches(name, sorted(declared), n=1)
-            hint = f"; did you mean {close[0]}?" if close else f"; it declares {', '.join(sorted(declared)) or 'none'}"
-            raise bad(f"{section}.{name}", f"{data['module']} declares no constant {name} (TLC would ignore it){hint}")
+    where = "cfg" if parsed is not None else None
+    _check_names(constants, module_path, spec_files, data, bad, where)
 
-    uses_init = "init" in data
     return Model(
         name=data.get("name", path.stem),
         path=path,
-        module=data["module"],
+        module=module_path.stem,
         module_path=module_path,
         expect=Expect(exp["verdict"], exp.get("property"), exp.get("length"), exp.get("distinct_states")),
         why=" ".join(data["why"].split()),
-        specification=None if uses_init else data.get("specification", "Spec"),
-        init=data.get("init"),
-        next=data.get("next"),
+        specification=spec,
+        init=init,
+        next=nxt,
         constants=constants,
         invariants=invariants,
         properties=properties,
-        constraint=data.get("constraint"),
-        action_constraint=data.get("action_constraint"),
-        symmetry=data.get("symmetry"),
-        view=data.get("view"),
+        constraints=constraints,
+        action_constraints=action_constraints,
+        symmetry=symmetry,
+        view=view,
         check_deadlock=check_deadlock,
         workers=data.get("workers"),
         timeout=float(data.get("timeout", DEFAULT_TIMEOUT)),
         quick=bool(data.get("quick", False)),
+        cfg_path=cfg_path,
+        cfg_text=cfg_text,
+        added_invariants=added_inv,
+        added_properties=added_props,
+        notes=tuple(notes),
+        spec_files=spec_files,
     )
+
+
+def _check_names(constants: dict[str, Constant], module_path: Path, spec_files: tuple[Path, ...], data: dict[str, Any],
+                 bad: Any, cfg_field: str | None) -> None:
+    """Refuse a constant the module neither declares nor defines: TLC 2.15 ignores an assignment
+    to such a name without a word, and the model would check something else than it says."""
+    by_module: dict[str | None, set[str]] = {}
+
+    def names_of(module: str | None) -> set[str] | None:
+        if module not in by_module:
+            if module is None:
+                target: Path | None = module_path
+            else:
+                hits = [f for f in spec_files if f.name == f"{module}.tla"]
+                target = module_path.parent / hits[0] if hits else None
+            if target is None:
+                return None  # a standard module, or one TLC finds elsewhere: it says if the name is wrong
+            by_module[module] = declared_constants(target) | defined_operators(target)
+        return by_module[module]
+
+    for key, c in constants.items():
+        name = key.split("@", 1)[0]
+        known = names_of(c.module)
+        if known is None or name in known:
+            continue
+        owner = c.module or module_path.stem
+        if cfg_field is not None:
+            where = cfg_field
+        else:
+            where = f"{'gates' if key in data.get('gates', {}) else 'constants'}.{name}"
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise bad(where, f"{owner} declares no constant and defines no operator {name} (TLC would ignore it){hint}")
 
 
 def load_model(path: Path, tla_dirs: tuple[Path, ...] = ()) -> Model:

@@ -55,6 +55,7 @@ class ErrorKind(str, Enum):
     ASSUMPTION = "assumption false"
     COMMAND_LINE = "bad command line"
     CRASH = "crash"
+    MODEL_FILE = "model file refused"  # never reached TLC: the model file is invalid
 
 
 @dataclass(frozen=True)
@@ -193,8 +194,12 @@ def verdict_from_output(
     exit_code: int | None,
     seconds: float,
     timed_out: bool = False,
+    behaviours: bool = True,
 ) -> Verdict:
-    """Decide the verdict of a run from its parsed messages, exit code and whether it timed out."""
+    """Decide the verdict of a run from its parsed messages, exit code and whether it timed out.
+
+    `behaviours` is false for an ASSUME-only spec (no Init, Next or Spec): there TLC evaluates
+    the assumptions and explores no state, and its success with 0 states is an `ok`."""
     stats = read_stats(messages, seconds)
     version = read_version(messages)
     base = {"stats": stats, "tlc_version": version, "exit_code": exit_code}
@@ -248,6 +253,8 @@ def verdict_from_output(
         return Verdict(Kind.ERROR, error_kind=ErrorKind.COMMAND_LINE, message=by_code[Code.BAD_COMMAND_LINE].body, **base)
 
     if Code.SUCCESS in codes and exit_code == 0:
+        if not behaviours:
+            return Verdict(Kind.OK, **base)
         if not stats.distinct_states:
             # TLC 2.15 reports success for an initial predicate no state satisfies.
             return Verdict(Kind.ERROR, error_kind=ErrorKind.NO_INITIAL_STATES,

@@ -72,6 +72,7 @@ def outcomes_json(outcomes: list[Outcome], ws: list[Witness] | None = None, pass
                 "mismatches": list(o.mismatches),
                 "workers": o.workers,
                 "one_worker_for_temporal": bool(o.model.properties),
+                "notes": list(o.model.notes),
                 "verdict": verdict_json(o.verdict),
             }
             for o in outcomes

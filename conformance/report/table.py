@@ -9,6 +9,7 @@ from conformance.check.compare import Outcome, actual_label
 from conformance.check.witness import Witness
 from conformance.output.counterexample import Counterexample
 from conformance.output.values import format_value
+from conformance.output.verdict import ErrorKind
 
 
 def _num(n: int | None) -> str:
@@ -87,12 +88,15 @@ def print_report(console: Console, outcomes: list[Outcome], show_counterexamples
     """The table, then for every failing model why it failed (and its counterexample)."""
     console.print(outcomes_table(outcomes))
     for o in outcomes:
+        for note in o.model.notes:
+            console.print(f"[yellow]NOTE[/] {o.model.name}: {note}", highlight=False)
+    for o in outcomes:
         if o.passed:
             continue
         console.print(f"[bold red]FAIL[/] {o.model.name} ({o.model.path})")
         for m in o.mismatches:
             console.print(f"  - {m}", markup=False, highlight=False)
-        if o.verdict.message:
+        if o.verdict.message and o.verdict.error_kind is not ErrorKind.MODEL_FILE:  # a refused file: said above
             console.print("  TLC said: " + o.verdict.message.strip().replace("\n", "\n    "), markup=False, highlight=False)
         if show_counterexamples and o.verdict.counterexample:
             for line in counterexample_lines(o.verdict.counterexample):

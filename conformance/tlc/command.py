@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,8 @@ class TlcInvocation:
     # TLC 2.15 copies the standard modules (Naturals.tla, ...) out of its jar into the JVM's
     # temporary directory; runs sharing /tmp race on those files. Each run gets its own.
     tmpdir: str | None = None
+    library: tuple[str, ...] = ()  # folders where SANY also looks for modules (TLA-Library)
+    classpath: tuple[str, ...] = ()  # folders of Java override classes, after the jar
 
 
 def tlc_command(inv: TlcInvocation) -> list[str]:
@@ -34,7 +37,9 @@ def tlc_command(inv: TlcInvocation) -> list[str]:
     if inv.workers < 1:
         raise ValueError(f"TLC needs at least one worker, got {inv.workers}")
     tmp = [f"-Djava.io.tmpdir={inv.tmpdir}"] if inv.tmpdir else []
-    cmd = [str(inv.java), *inv.java_options, *tmp, "-cp", str(inv.jar), "tlc2.TLC", "-tool",
+    lib = [f"-DTLA-Library={os.pathsep.join(inv.library)}"] if inv.library else []
+    cp = os.pathsep.join([str(inv.jar), *inv.classpath])
+    cmd = [str(inv.java), *inv.java_options, *tmp, *lib, "-cp", cp, "tlc2.TLC", "-tool",
            "-workers", str(inv.workers), "-metadir", inv.metadir, "-config", inv.cfg_file]
     if not inv.check_deadlock:
         cmd.append("-deadlock")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -120,12 +121,23 @@ def test_unknown_model() -> None:
     assert "no model 'pasing'" in one_line_error(leaseproof("check", "--root", str(PROJECT), "pasing"))
 
 
-def test_invalid_model_file(tmp_path: Path) -> None:
-    bad = tmp_path / "models" / "bad.yaml"
-    bad.parent.mkdir()
-    bad.write_text("module: Counter\nexpect: {verdict: maybe}\nwhy: a broken model file\n")
-    line = one_line_error(leaseproof("check", "--root", str(tmp_path)))
-    assert "bad.yaml: field expect.verdict" in line
+def test_each_refused_model_file_has_its_own_row_and_the_others_run(tmp_path: Path) -> None:
+    shutil.copytree(PROJECT / "tla", tmp_path / "tla")
+    models = tmp_path / "models"
+    models.mkdir()
+    shutil.copy(PROJECT / "models" / "passing.yaml", models / "passing.yaml")
+    (models / "bad_verdict.yaml").write_text("module: Counter\nexpect: {verdict: maybe}\nwhy: a broken model file\n")
+    (models / "bad_yaml.yaml").write_text("module: Counter\nexpect: {verdict: ok\n")
+    (models / "bad_bytes.yaml").write_bytes(b"module: \xff\xfe\n")
+    (models / "bad_module.yaml").write_text("module: Nowhere\nexpect: {verdict: ok}\nwhy: names a module that is not there\n")
+    proc = leaseproof("check", "--root", str(tmp_path), "--json")
+    assert proc.returncode == 1, proc.stderr
+    rows = {m["name"]: m for m in json.loads(proc.stdout)["models"]}
+    assert rows["passing"]["result"] == "PASS"
+    for name, says in [("bad_verdict", "field expect.verdict"), ("bad_yaml", "not valid YAML"),
+                       ("bad_bytes", "cannot read"), ("bad_module", "no module Nowhere.tla")]:
+        assert rows[name]["result"] == "FAIL" and rows[name]["actual"] == "error (model file refused)"
+        assert says in rows[name]["verdict"]["message"], rows[name]
 
 
 def test_no_models_directory(tmp_path: Path) -> None:

@@ -46,7 +46,10 @@ def with_(**changes: Any) -> dict[str, Any]:
         (with_(invariants="TypeOK"), "invariants", "is not of type"),
         (with_(bogus=1), "(top level)", "Additional properties"),
         (with_(gates={"Limit": True}), "gates.Limit", "also given under constants"),
-        (with_(properties=["P"], symmetry="Symm"), "symmetry", "symmetry"),
+        (with_(constants={"Limit": -1}), "constants.Limit", "no negative numbers"),
+        (with_(constants={"Tag": {"string": 'a"b'}}), "constants.Tag", "cannot hold a double quote"),
+        (with_(assumptions_only=True), "invariants", "ASSUME-only"),
+        (with_(cfg="nope.cfg"), "cfg", "no cfg file"),
         (with_(init="Init"), "next", "go together"),
         ({k: v for k, v in GOOD.items() if k != "why"}, "(top level)", "'why' is a required property"),
     ],
@@ -77,14 +80,14 @@ def test_render_cfg_and_wrapper(tmp_path: Path) -> None:
     (tmp_path / "Counter.tla").write_text(
         "---- MODULE Counter ----\nEXTENDS Naturals\nCONSTANTS Limit, Cap,\n  Nodes \\* the nodes\n"
         "CONSTANT Tag, HonourCheck\nVARIABLE x\nInit == x = 0\n====\n")
-    m = parse_model(with_(constants={"Limit": {"tla": "1 + 2"}, "Cap": 5, "Nodes": ["n1", "n2"], "Tag": {"string": 'a"b'}},
+    m = parse_model(with_(constants={"Limit": {"tla": "1 + 2"}, "Cap": 5, "Nodes": ["n1", "n2"], "Tag": {"string": 'a b'}},
                           gates={"HonourCheck": False}, properties=["Reaches"], constraint="Bound", check_deadlock=False),
                     tmp_path / "m.yaml", TLA)
     r = render_model(m)
     assert r.main == "LP_Counter"
     lines = r.cfg.splitlines()
     for expected in ["SPECIFICATION Spec", "    Limit <- lp_Limit", "    Cap = 5", "    Nodes = {n1, n2}",
-                     '    Tag = "a\\"b"', "    HonourCheck = FALSE", "INVARIANT TypeOK", "INVARIANT BelowCap",
+                     '    Tag = "a b"', "    HonourCheck = FALSE", "INVARIANT TypeOK", "INVARIANT BelowCap",
                      "PROPERTY Reaches", "CONSTRAINT Bound"]:
         assert expected in lines
     assert "lp_Limit == 1 + 2" in r.extra_modules["LP_Counter.tla"]
@@ -93,9 +96,9 @@ def test_render_cfg_and_wrapper(tmp_path: Path) -> None:
 
 def test_misspelt_gate_is_refused(tmp_path: Path) -> None:
     # TLC 2.15 would silently ignore the assignment and check the spec with the gate unset.
-    with pytest.raises(ModelFileError, match=r"field constants.Limt: Counter declares no constant Limt .*did you mean Limit"):
+    with pytest.raises(ModelFileError, match=r"field constants.Limt: Counter declares no constant and defines no operator Limt .*did you mean Limit"):
         load(tmp_path, with_(constants={"Limt": 3, "Cap": 5, "Nodes": ["n1"]}))
-    with pytest.raises(ModelFileError, match=r"field gates.HonorCheck: Counter declares no constant HonorCheck"):
+    with pytest.raises(ModelFileError, match=r"field gates.HonorCheck: Counter declares no constant and defines no operator HonorCheck"):
         load(tmp_path, with_(gates={"HonorCheck": True}))
 
 
