@@ -39,6 +39,8 @@ if os.environ.get("HYPOTHESIS_PROFILE"):
 # The fixture project (tests/fixtures/project) is a user's project: its own tests run in their
 # own pytest sessions, under the leaseproof plugin (tests/toolkit/test_pytest_plugin.py).
 collect_ignore = ["fixtures"]
+# pytester: the plugin's own tests run pytest sessions of their own.
+pytest_plugins = ["pytester"]
 
 MYSQL_URL = os.environ.get("LEASEPROOF_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
 REDIS_URL = os.environ.get("LEASEPROOF_REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -1,0 +1,209 @@
+"""The pytest plugin (conformance/pytest_plugin.py), in pytest sessions of their own (pytester),
+on a copy of the fixture project's toy (tests/fixtures/project/joblease.py).
+
+Each session that checks traces costs a TLC run (and the xdist one, two worker start-ups), so
+one session holds every verdict: a trace accepted, the toy's planted bug rejected at its line,
+a truncated and a garbage trace malformed, a test that recorded nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.tlc
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT = ROOT / "tests" / "fixtures" / "project"
+# `-p`: the shared environment may predate the entry point; named as the entry point, so that
+# an install that has it does not register the plugin twice.
+PLUGIN = ("-p", "conformance.pytest_plugin", "-p", "no:cacheprovider")
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A copy of the fixture project (its specs, system files and toy) as pytester's directory."""
+    for name in ("tla", "traces"):
+        shutil.copytree(PROJECT / name, pytester.path / name)
+    shutil.copy(PROJECT / "joblease.py", pytester.path)
+    # xdist's workers are new interpreters: they import this checkout's conformance, and the toy.
+    monkeypatch.setenv("PYTHONPATH", f"{ROOT}:{pytester.path}")
+    monkeypatch.syspath_prepend(str(pytester.path))
+    return pytester
+
+
+GOOD = textwrap.dedent("""
+    from joblease import ManualClock, Slot, header, two_workers
+
+    def test_good(leaseproof_recorder):
+        clock = ManualClock(5_000)
+        with leaseproof_recorder.open(header("good", 1000)) as trace:
+            two_workers(Slot(1000, clock, trace.event), clock)
+""")
+
+
+def test_a_session_fails_on_each_bad_trace_and_says_where(project: pytest.Pytester) -> None:
+    project.makepyfile(test_toy=GOOD + textwrap.dedent("""
+        def test_planted_bug(leaseproof_recorder):
+            clock = ManualClock(5_000)
+            with leaseproof_recorder.open(header("bug", 1000, check_owner_on_renew=False)) as trace:
+                two_workers(Slot(1000, clock, trace.event, check_owner_on_renew=False), clock)
+
+        def test_truncated(leaseproof_trace_dir):
+            # The system under test died after one event: no end line.
+            events = []
+            Slot(1000, ManualClock(), events.append).acquire("w1")
+            import json
+            lines = [header("cut", 1000), {"kind": "event", "seq": 1, **events[0]}]
+            (leaseproof_trace_dir / "cut.ndjson").write_text("".join(json.dumps(x) + "\\n" for x in lines))
+
+        def test_garbage(leaseproof_trace_dir):
+            (leaseproof_trace_dir / "junk.ndjson").write_text("not json\\n")
+
+        def test_records_nothing(leaseproof_recorder):
+            pass
+
+        def test_corpus(leaseproof_trace_dir):
+            # The checked-in known-good and known-bad traces, through the same session.
+            import shutil
+            shutil.copytree("traces/corpus/joblease", leaseproof_trace_dir, dirs_exist_ok=True)
+    """))
+    result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".")
+    result.assert_outcomes(passed=6)  # every test passed: the traces alone fail the session
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*= leaseproof traces =*",
+        'REJECTED     test_toy.py_test_planted_bug/trace.ndjson: rejected at event 5 (renew by w1): no behaviour of the '
+        'spec explains it; disagrees on outcome (spec "lost", trace "renewed"), expires (spec 2501, trace 2751)',
+        "FAILED: 3 of 6 in-scope runs accepted, 0 skipped, 3 rejected, 2 malformed (8 trace files in *out)",
+    ])
+    assert "REJECTED     test_toy.py_test_corpus/rejected/rejected-renew-without-owner-check.ndjson: rejected at event 5" in out
+    assert ("REJECTED     test_toy.py_test_corpus/rejected/rejected-restart-not-counted.ndjson: rejected at event 2 "
+            "(acquire by w2)") in out
+    assert "accepted-" not in out.split("leaseproof traces")[1]
+    assert "MALFORMED    test_toy.py_test_truncated/cut.ndjson: malformed: truncated: no end line after 1 events" in out
+    assert "MALFORMED    test_toy.py_test_garbage/junk.ndjson: malformed: line 1: not JSON" in out
+    assert "test_good" not in out.split("leaseproof traces")[1]  # an accepted trace is not listed
+    assert not (project.path / "out" / "test_toy.py_test_records_nothing").exists()
+
+
+def test_a_passing_session_under_xdist_checks_once_on_the_controller(project: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    project.makeconftest("""
+        import os
+        from pathlib import Path
+
+        def pytest_sessionfinish(session):
+            # Which processes hold the checker: the controller only.
+            who = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+            if session.config.pluginmanager.has_plugin("leaseproof-trace-check"):
+                with open(Path(session.config.rootpath) / "checkers.txt", "a") as f:
+                    f.write(who + "\\n")
+    """)
+    project.makepyfile(test_toy=GOOD + textwrap.dedent("""
+        from joblease import TraceFile, restarted
+
+        def test_restart(leaseproof_trace_dir):
+            clock = ManualClock()
+            events = []
+            slot = Slot(1000, clock, events.append)
+            restarted(slot, clock)
+            with TraceFile(leaseproof_trace_dir / "slot.ndjson", header("r", 1000, restarts=slot.restarts)) as t:
+                for e in events:
+                    t.event(e)
+    """))
+    result = project.runpytest(*PLUGIN, "-n", "2", "--leaseproof-traces", "out", "--leaseproof-root", ".", "-v")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([
+        "*= leaseproof traces =*",
+        "ACCEPTED     test_toy.py_test_good/trace.ndjson: accepted",
+        "ACCEPTED     test_toy.py_test_restart/slot.ndjson: accepted",
+        "passed: 2 of 2 in-scope runs accepted, 0 skipped (2 trace files in *out)",
+    ])
+    assert (project.path / "checkers.txt").read_text() == "controller\n"
+
+
+def test_inert_without_the_option(project: pytest.Pytester) -> None:
+    """A fresh interpreter: no checker module is imported, nothing is written but to tmp_path."""
+    project.makepyfile(test_toy=GOOD + textwrap.dedent("""
+        import sys
+
+        def test_nothing_heavy_was_imported(leaseproof_recorder, leaseproof_trace_dir, tmp_path):
+            heavy = [m for m in ("conformance.traces.check", "conformance.check.runner", "jsonschema", "jinja2", "lark")
+                     if m in sys.modules]
+            assert heavy == []
+            assert not leaseproof_recorder.checked
+            assert leaseproof_recorder.path_for().is_relative_to(tmp_path)
+            assert leaseproof_trace_dir.is_relative_to(tmp_path)
+    """))
+    result = project.runpytest_subprocess(*PLUGIN)
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK
+    assert "leaseproof traces" not in result.stdout.str()
+    # The fixtures wrote into the tests' tmp_path (pytester's basetemp), and nowhere else.
+    written = [p.relative_to(project.path).parts[0] for p in project.path.rglob("*.ndjson")]
+    assert {w for w in written if w != "traces"} == {"runpytest-0"}
+    assert not list(project.path.rglob(".leaseproof-traces"))
+
+
+def test_nothing_recorded_is_said_and_fails(project: pytest.Pytester) -> None:
+    """Also: an earlier session's directory is cleared first, so its traces are not checked again."""
+    earlier = project.path / "out" / "test_toy.py_test_gone"
+    earlier.mkdir(parents=True)
+    shutil.copy(PROJECT / "traces" / "corpus" / "joblease" / "accepted" / "accepted-two-workers.ndjson", earlier)
+    (project.path / "out" / ".leaseproof-traces").write_text("")
+    project.makepyfile(test_toy="def test_quiet():\n    pass\n")
+    result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["FAILED: no traces were recorded in *out: nothing was checked"])
+
+
+def test_skips_are_listed_and_fail_only_when_asked(project: pytest.Pytester) -> None:
+    """A trace using a feature its system file declares out of scope (the counter's `reset`):
+    decided without TLC, listed with its reason."""
+    project.makepyfile(test_toy="""
+        def test_reset(leaseproof_recorder):
+            leaseproof_recorder.write({"system": "counter", "settings": {"limit": 3}, "nodes": ["n1"], "features": ["reset"]},
+                                      [{"node": "n1", "op": "step", "now": 0, "outcome": "stepped",
+                                        "state": {"x": 1, "seen": {"n1": 1}}}])
+    """)
+    args = (*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".")
+    result = project.runpytest(*args)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["SKIPPED      test_toy.py_test_reset/trace.ndjson: skipped: uses reset, which the "
+                                 "TraceCounter spec does not model*", "passed: 0 of 0 in-scope runs accepted, 1 skipped*"])
+    strict = project.runpytest(*args, "--leaseproof-fail-on-skip")
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    strict.stdout.fnmatch_lines(["FAILED: 0 of 0 in-scope runs accepted, 1 skipped*"])
+
+
+def test_a_directory_of_other_files_is_refused(project: pytest.Pytester) -> None:
+    (project.path / "mine").mkdir()
+    (project.path / "mine" / "notes.txt").write_text("not the plugin's\n")
+    project.makepyfile(test_toy="def test_quiet():\n    pass\n")
+    result = project.runpytest(*PLUGIN, "--leaseproof-traces", "mine")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*the directory holds files the plugin did not write*"])
+    assert (project.path / "mine" / "notes.txt").exists()
+
+
+def test_the_corpus_is_what_the_toy_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """traces/corpus/joblease is written by joblease.py (planted bug and all): regenerated, it
+    is the same, byte for byte."""
+    monkeypatch.syspath_prepend(str(PROJECT))
+    import joblease
+
+    joblease.write_corpus(tmp_path)
+    corpus = PROJECT / "traces" / "corpus" / "joblease"
+    names = sorted(str(p.relative_to(corpus)) for p in corpus.rglob("*.ndjson"))
+    assert names == sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.ndjson"))
+    for name in names:
+        assert (tmp_path / name).read_text() == (corpus / name).read_text(), name
+    assert re.search(r'"check_owner_on_renew": false', (corpus / "rejected" / "rejected-renew-without-owner-check.ndjson").read_text())
