@@ -224,8 +224,8 @@ class TraceCheck:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Check every trace recorded, after every test (and every xdist worker) has finished."""
-        if exitstatus == pytest.ExitCode.INTERRUPTED:
-            self.lines = ["interrupted: the recorded traces were not checked"]
+        if exitstatus == pytest.ExitCode.INTERRUPTED or self.config.getoption("collectonly", False):
+            self.lines = ["not checked: the session ran no tests to the end (interrupted, or --collect-only)"]
             return
         try:
             self.lines, self.failed = self.check()
