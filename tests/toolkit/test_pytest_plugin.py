@@ -2,8 +2,8 @@
 on a copy of the fixture project's toy (tests/fixtures/project/joblease.py).
 
 Each session that checks traces costs a TLC run (and the xdist one, two worker start-ups), so
-one session holds every verdict: a trace accepted, the toy's planted bug rejected at its line,
-a truncated and a garbage trace malformed, a test that recorded nothing.
+one session, under xdist, holds every verdict: a trace accepted, the toy's planted bug rejected
+at its line, a truncated and a garbage trace malformed, the corpus, a test that recorded nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PROJECT = ROOT / "tests" / "fixtures" / "project"
 # `-p`: the shared environment may predate the entry point; named as the entry point, so that
 # an install that has it does not register the plugin twice.
-PLUGIN = ("-p", "conformance.pytest_plugin", "-p", "no:cacheprovider")
+PLUGIN = ("-p", "conformance.pytest_plugin", "-p", "no:cacheprovider",
+          # The inner sessions need no other plugin: fewer to load in each xdist worker.
+          "-p", "no:hypothesispytest", "-p", "no:benchmark")
 
 
 @pytest.fixture
@@ -46,7 +48,23 @@ GOOD = textwrap.dedent("""
 """)
 
 
-def test_a_session_fails_on_each_bad_trace_and_says_where(project: pytest.Pytester) -> None:
+CHECKERS = """
+    import os
+    from pathlib import Path
+
+    def pytest_sessionfinish(session):
+        # Which processes hold the checker: the controller only.
+        who = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+        if session.config.pluginmanager.has_plugin("leaseproof-trace-check"):
+            with open(Path(session.config.rootpath) / "checkers.txt", "a") as f:
+                f.write(who + "\\n")
+"""
+
+
+def test_a_session_under_xdist_fails_on_each_bad_trace_and_says_where(project: pytest.Pytester) -> None:
+    """Two xdist workers record; the controller alone checks, once, when both are done."""
+    pytest.importorskip("xdist")
+    project.makeconftest(CHECKERS)
     project.makepyfile(test_toy=GOOD + textwrap.dedent("""
         def test_planted_bug(leaseproof_recorder):
             clock = ManualClock(5_000)
@@ -72,7 +90,7 @@ def test_a_session_fails_on_each_bad_trace_and_says_where(project: pytest.Pytest
             import shutil
             shutil.copytree("traces/corpus/joblease", leaseproof_trace_dir, dirs_exist_ok=True)
     """))
-    result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".")
+    result = project.runpytest(*PLUGIN, "-n", "2", "--leaseproof-traces", "out", "--leaseproof-root", ".")
     result.assert_outcomes(passed=6)  # every test passed: the traces alone fail the session
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     out = result.stdout.str()
@@ -90,21 +108,10 @@ def test_a_session_fails_on_each_bad_trace_and_says_where(project: pytest.Pytest
     assert "MALFORMED    test_toy.py_test_garbage/junk.ndjson: malformed: line 1: not JSON" in out
     assert "test_good" not in out.split("leaseproof traces")[1]  # an accepted trace is not listed
     assert not (project.path / "out" / "test_toy.py_test_records_nothing").exists()
+    assert (project.path / "checkers.txt").read_text() == "controller\n"
 
 
-def test_a_passing_session_under_xdist_checks_once_on_the_controller(project: pytest.Pytester) -> None:
-    pytest.importorskip("xdist")
-    project.makeconftest("""
-        import os
-        from pathlib import Path
-
-        def pytest_sessionfinish(session):
-            # Which processes hold the checker: the controller only.
-            who = os.environ.get("PYTEST_XDIST_WORKER", "controller")
-            if session.config.pluginmanager.has_plugin("leaseproof-trace-check"):
-                with open(Path(session.config.rootpath) / "checkers.txt", "a") as f:
-                    f.write(who + "\\n")
-    """)
+def test_a_passing_session_lists_its_traces_with_v(project: pytest.Pytester) -> None:
     project.makepyfile(test_toy=GOOD + textwrap.dedent("""
         from joblease import TraceFile, restarted
 
@@ -117,7 +124,7 @@ def test_a_passing_session_under_xdist_checks_once_on_the_controller(project: py
                 for e in events:
                     t.event(e)
     """))
-    result = project.runpytest(*PLUGIN, "-n", "2", "--leaseproof-traces", "out", "--leaseproof-root", ".", "-v")
+    result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".", "-v")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([
@@ -126,7 +133,6 @@ def test_a_passing_session_under_xdist_checks_once_on_the_controller(project: py
         "ACCEPTED     test_toy.py_test_restart/slot.ndjson: accepted",
         "passed: 2 of 2 in-scope runs accepted, 0 skipped (2 trace files in *out)",
     ])
-    assert (project.path / "checkers.txt").read_text() == "controller\n"
 
 
 def test_inert_without_the_option(project: pytest.Pytester) -> None:
