@@ -65,6 +65,8 @@ def pytest_configure(config: pytest.Config) -> None:
     path = Path(directory).resolve()
     if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
         _prepare(path)
+        # xdist hands the controller's options to its workers: they record into this very path.
+        config.option.leaseproof_traces = str(path)
         config.pluginmanager.register(TraceCheck(config, path), "leaseproof-trace-check")
 
 
@@ -174,7 +176,10 @@ class TraceRecorder:
 
     def open(self, header: Mapping[str, Any], entity: str = "trace") -> OpenTrace:
         """Begin a trace of `entity`; close it (or use `with`) to write its end line."""
-        t = OpenTrace(self.path_for(entity), header)
+        path = self.path_for(entity)
+        if path in self.paths:  # a second trace would overwrite the first, unchecked
+            raise ValueError(f"this test already recorded a trace of {entity!r} ({path}): give each trace its own entity")
+        t = OpenTrace(path, header)
         self.paths.append(t.path)
         self._open.append(t)
         return t
@@ -276,7 +281,7 @@ class TraceCheck:
         except ValueError:
             return source
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         """The verdicts that did not pass, and the counts."""
         if not self.lines:
             return

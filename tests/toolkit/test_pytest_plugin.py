@@ -190,6 +190,22 @@ def test_skips_are_listed_and_fail_only_when_asked(project: pytest.Pytester) -> 
     strict.stdout.fnmatch_lines(["FAILED: 0 of 0 in-scope runs accepted, 1 skipped*"])
 
 
+def test_a_project_without_system_files_is_said_and_fails(project: pytest.Pytester) -> None:
+    (project.path / "empty").mkdir()
+    project.makepyfile(test_toy=GOOD + textwrap.dedent("""
+        import pytest
+
+        def test_one_trace_per_entity(leaseproof_recorder):
+            leaseproof_recorder.open(header("a", 1000), entity="job")
+            with pytest.raises(ValueError, match="already recorded a trace of 'job'"):
+                leaseproof_recorder.open(header("b", 1000), entity="job")
+    """))
+    result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", "empty")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["FAILED: no system files in *empty/traces/systems: give --leaseproof-root PROJECT"])
+
+
 def test_a_directory_of_other_files_is_refused(project: pytest.Pytester) -> None:
     (project.path / "mine").mkdir()
     (project.path / "mine" / "notes.txt").write_text("not the plugin's\n")
