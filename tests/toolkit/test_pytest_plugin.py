@@ -111,26 +111,18 @@ def test_a_session_under_xdist_fails_on_each_bad_trace_and_says_where(project: p
     assert (project.path / "checkers.txt").read_text() == "controller\n"
 
 
-def test_a_passing_session_lists_its_traces_with_v(project: pytest.Pytester) -> None:
-    project.makepyfile(test_toy=GOOD + textwrap.dedent("""
-        from joblease import TraceFile, restarted
-
-        def test_restart(leaseproof_trace_dir):
-            clock = ManualClock()
-            events = []
-            slot = Slot(1000, clock, events.append)
-            restarted(slot, clock)
-            with TraceFile(leaseproof_trace_dir / "slot.ndjson", header("r", 1000, restarts=slot.restarts)) as t:
-                for e in events:
-                    t.event(e)
-    """))
-    result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".", "-v")
+def test_the_toy_projects_own_tests_pass_under_the_plugin(project: pytest.Pytester) -> None:
+    """The worked example as a user runs it: the project's tests/test_joblease.py (one trace by
+    the recorder, one written by the toy into its test's directory), listed with -v."""
+    shutil.copytree(PROJECT / "tests", project.path / "tests")
+    shutil.copy(PROJECT / "conftest.py", project.path)
+    result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".", "-v", "tests")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([
         "*= leaseproof traces =*",
-        "ACCEPTED     test_toy.py_test_good/trace.ndjson: accepted",
-        "ACCEPTED     test_toy.py_test_restart/slot.ndjson: accepted",
+        "ACCEPTED     tests_test_joblease.py_test_a_restart_frees_the_slot/slot.ndjson: accepted",
+        "ACCEPTED     tests_test_joblease.py_test_two_workers_take_turns/trace.ndjson: accepted",
         "passed: 2 of 2 in-scope runs accepted, 0 skipped (2 trace files in *out)",
     ])
 
