@@ -49,12 +49,12 @@ GOOD = textwrap.dedent("""
 
 
 CHECKERS = """
-    import os
     from pathlib import Path
 
     def pytest_sessionfinish(session):
-        # Which processes hold the checker: the controller only.
-        who = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+        # Which processes hold the checker: the controller only. (Not PYTEST_XDIST_WORKER: an
+        # outer xdist run sets it for this whole process, inner controller included.)
+        who = getattr(session.config, "workerinput", {}).get("workerid", "controller")
         if session.config.pluginmanager.has_plugin("leaseproof-trace-check"):
             with open(Path(session.config.rootpath) / "checkers.txt", "a") as f:
                 f.write(who + "\\n")
