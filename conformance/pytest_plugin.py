@@ -98,10 +98,9 @@ def _test_dir(request: pytest.FixtureRequest) -> Path:
     root = request.config.getoption("leaseproof_traces", None)
     if not root:
         return Path(request.getfixturevalue("tmp_path")) / "leaseproof-traces"
-    where = Path(root).resolve() / trace_dir_name(request.node.nodeid)
-    if where.exists():  # the same test again in this session (a rerun): its last run counts
-        shutil.rmtree(where)
-    return where
+    # Shared by both fixtures of one test, and never cleared here: one fixture set up after the
+    # other must not take away what the first made (the session cleared the whole directory).
+    return Path(root).resolve() / trace_dir_name(request.node.nodeid)
 
 
 class OpenTrace:

@@ -187,13 +187,16 @@ def test_a_project_without_system_files_is_said_and_fails(project: pytest.Pytest
     project.makepyfile(test_toy=GOOD + textwrap.dedent("""
         import pytest
 
+        def test_both_fixtures_share_the_tests_directory(leaseproof_trace_dir, leaseproof_recorder):
+            assert leaseproof_trace_dir.is_dir() and leaseproof_recorder.path_for().parent == leaseproof_trace_dir
+
         def test_one_trace_per_entity(leaseproof_recorder):
             leaseproof_recorder.open(header("a", 1000), entity="job")
             with pytest.raises(ValueError, match="already recorded a trace of 'job'"):
                 leaseproof_recorder.open(header("b", 1000), entity="job")
     """))
     result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", "empty")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=3)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["FAILED: no system files in *empty/traces/systems: give --leaseproof-root PROJECT"])
 
