@@ -97,7 +97,8 @@ def test_a_session_under_xdist_fails_on_each_bad_trace_and_says_where(project: p
     result.stdout.fnmatch_lines([
         "*= leaseproof traces =*",
         'REJECTED     test_toy.py_test_planted_bug/trace.ndjson: rejected at event 5 (renew by w1): no behaviour of the '
-        'spec explains it; disagrees on outcome (spec "lost", trace "renewed"), expires (spec 2501, trace 2751)',
+        'spec explains it; disagrees on outcome (spec "lost", trace "renewed"), expires (spec 2501, trace 2751), '
+        'version (spec 3, trace 4)',
         "FAILED: 3 of 6 in-scope runs accepted, 0 skipped, 3 rejected, 2 malformed (8 trace files in *out)",
     ])
     assert "REJECTED     test_toy.py_test_corpus/rejected/rejected-renew-without-owner-check.ndjson: rejected at event 5" in out
@@ -224,3 +225,19 @@ def test_the_corpus_is_what_the_toy_records(tmp_path: Path, monkeypatch: pytest.
     for name in names:
         assert (tmp_path / name).read_text() == (corpus / name).read_text(), name
     assert re.search(r'"check_owner_on_renew": false', (corpus / "rejected" / "rejected-renew-without-owner-check.ndjson").read_text())
+
+
+@pytest.mark.slow
+def test_the_toys_self_test_rejects_every_mutant() -> None:
+    """The worked example's trace spec earns its place: the corpus gets its verdicts, and every
+    mutant of its accepted traces is rejected (a drop or a duplicate of a renewal survived until
+    the toy logged a version). Four TLC runs: behind the slow marker."""
+    import subprocess
+    import sys
+
+    corpus = PROJECT / "traces" / "corpus" / "joblease"
+    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "traces", "check", "--root", str(PROJECT), "--self-test",
+                           str(corpus / "accepted")], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "self-test: 4 known traces got their known verdicts" in proc.stdout
+    assert "10 of 10 mutants rejected" in proc.stdout
