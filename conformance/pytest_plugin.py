@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from hashlib import sha1
 from pathlib import Path
@@ -114,6 +115,9 @@ class OpenTrace:
     def __init__(self, path: Path, header: Mapping[str, Any]) -> None:
         self.path = path
         self.count = 0
+        # Nodes of the system under test may be threads: one line at a time, numbered in the
+        # order the calls come (call it inside the store's transaction, and that is commit order).
+        self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file: IO[str] | None = path.open("w", encoding="utf-8")
         self._line({"kind": "header", "format": 1, "gates": {}, "settings": {}, **header})
@@ -129,15 +133,17 @@ class OpenTrace:
         the entity and `args` your system file names). Write it in the transaction that commits
         the step, so that the trace is in commit order."""
         line = {**(event or {}), **fields}
-        self.count += 1
-        self._line({"kind": "event", "seq": self.count, **line})
+        with self._lock:
+            self.count += 1
+            self._line({"kind": "event", "seq": self.count, **line})
 
     def close(self) -> Path:
         """Write the end line (the number of events) and close the file; its path."""
-        if self._file is not None:
-            self._line({"kind": "end", "count": self.count})
-            self._file.close()
-            self._file = None
+        with self._lock:
+            if self._file is not None:
+                self._line({"kind": "end", "count": self.count})
+                self._file.close()
+                self._file = None
         return self.path
 
     @property
