@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Record traces from both reference implementations into one directory (default out/traces):
-# the integration tests with recording on, seeded simulations, and the multi-process `run`
-# workloads on SQLite, MariaDB and Redis. Then check them with scripts/check_traces.sh.
+# the integration tests with recording on (under the pytest plugin, which checks their traces
+# when the session ends), seeded simulations, and the multi-process `run` workloads on SQLite,
+# MariaDB and Redis. Then check them all with scripts/check_traces.sh.
 #
 #   scripts/record_traces.sh [OUT_DIR]
 #
