@@ -29,6 +29,7 @@ of the plugin wrote (which is cleared first, so that only this session's traces 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 import threading
@@ -43,6 +44,8 @@ import pytest
 # Marks a directory as the plugin's, so that a later session may clear it (and no other).
 MARKER = ".leaseproof-traces"
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+log = logging.getLogger(__name__)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -63,6 +66,9 @@ def pytest_configure(config: pytest.Config) -> None:
     directory = config.getoption("leaseproof_traces", None)
     if not directory:
         return  # off: nothing else of the plugin runs
+    batch = config.getoption("leaseproof_batch_size", None)
+    if batch is not None and batch < 1:
+        raise pytest.UsageError(f"--leaseproof-batch-size {batch}: at least 1 trace per TLC run")
     path = Path(directory).resolve()
     if not hasattr(config, "workerinput"):  # the controller, or a run without xdist
         _prepare(path)
@@ -239,10 +245,14 @@ class TraceCheck:
             return
         try:
             self.lines, self.failed = self.check()
-        except Exception as exc:  # no Java, no system files, a bad system file: said, and a failure
+        except Exception as exc:  # said, and a failure: never a pass that checked nothing
             from conformance.errors import LeaseproofError
 
-            why = str(exc) if isinstance(exc, LeaseproofError) else f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, LeaseproofError):  # your setup: no Java, no TLC, a bad system file
+                why = str(exc)
+            else:
+                log.exception("checking the recorded traces failed")
+                why = f"a bug in leaseproof ({type(exc).__name__}: {exc}); please report it"
             self.lines, self.failed = [f"FAILED: the traces could not be checked: {why}"], True
         if self.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -266,7 +276,7 @@ class TraceCheck:
         if not systems:
             return [f"FAILED: no system files in {root / 'traces' / 'systems'}: give --leaseproof-root PROJECT"], True
         kwargs: dict[str, Any] = {}
-        if opt("leaseproof_batch_size"):
+        if opt("leaseproof_batch_size") is not None:
             kwargs["batch_size"] = opt("leaseproof_batch_size")
         items = [read_trace_file(p) for p in files]  # a bad file gets its verdict; the others go on
         verdicts = check_traces(items, systems, Tlc.locate(), **kwargs)

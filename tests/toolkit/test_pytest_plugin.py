@@ -202,7 +202,16 @@ def test_a_project_without_system_files_is_said_and_fails(project: pytest.Pytest
     result.stdout.fnmatch_lines(["FAILED: no system files in *empty/traces/systems: give --leaseproof-root PROJECT"])
 
 
-def test_a_directory_of_other_files_is_refused(project: pytest.Pytester) -> None:
+def test_no_tlc_is_said_and_fails(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TLA2TOOLS_JAR", str(project.path / "no-such.jar"))
+    project.makepyfile(test_toy=GOOD)
+    result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["FAILED: the traces could not be checked: TLA2TOOLS_JAR is *no-such.jar, but there is no file there*"])
+
+
+def test_a_directory_of_other_files_and_a_batch_of_none_are_refused(project: pytest.Pytester) -> None:
     (project.path / "mine").mkdir()
     (project.path / "mine" / "notes.txt").write_text("not the plugin's\n")
     project.makepyfile(test_toy="def test_quiet():\n    pass\n")
@@ -210,6 +219,9 @@ def test_a_directory_of_other_files_is_refused(project: pytest.Pytester) -> None
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*the directory holds files the plugin did not write*"])
     assert (project.path / "mine" / "notes.txt").exists()
+    zero = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-batch-size", "0")
+    assert zero.ret == pytest.ExitCode.USAGE_ERROR
+    zero.stderr.fnmatch_lines(["*--leaseproof-batch-size 0: at least 1 trace per TLC run*"])
 
 
 def test_the_corpus_is_what_the_toy_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
