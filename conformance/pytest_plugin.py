@@ -57,6 +57,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the project holding traces/systems/*.yaml and tla/ (default: pytest's rootdir)")
     group.addoption("--leaseproof-fail-on-skip", action="store_true", default=False,
                     help="a skipped trace (a feature its system file declares out of scope) fails the session")
+    group.addoption("--leaseproof-coverage", action="store_true", default=False,
+                    help="fail the session when the accepted traces never showed what a system file's coverage: "
+                         "requires (without it, what is missing is only listed)")
     group.addoption("--leaseproof-batch-size", type=int, default=None, metavar="N",
                     help="traces per TLC run (default: leaseproof's, 400)")
 
@@ -268,7 +271,7 @@ class TraceCheck:
         from conformance.traces.check import check_traces
         from conformance.traces.read import read_trace_file
         from conformance.traces.system import load_systems
-        from conformance.traces.trace import TraceKind
+        from conformance.traces.trace import Trace, TraceKind
 
         opt = self.config.getoption
         root = Path(opt("leaseproof_root") or self.config.rootpath).resolve()
@@ -287,8 +290,27 @@ class TraceCheck:
         lines = [f"{v.kind.value.upper():12} {self._short(v.source)}: {v.describe()}"
                  for v in verdicts if verbose or v.kind is not TraceKind.ACCEPTED]
         failed = any(v.kind in bad for v in verdicts)
+        missing = self.coverage_lines(systems, [(i, v.kind) for i, v in zip(items, verdicts) if isinstance(i, Trace)])
+        failed |= bool(missing) and opt("leaseproof_coverage")
+        lines += missing
         lines.append(f"{'FAILED' if failed else 'passed'}: {summary_line(verdicts)} ({len(files)} trace files in {self.directory})")
         return lines, failed
+
+    def coverage_lines(self, systems: dict[str, Any], checked: list[tuple[Any, Any]]) -> list[str]:
+        """One line per system whose accepted traces never showed a requirement of its system
+        file's `coverage:` (`checked`: each well-formed trace and its verdict's kind)."""
+        from conformance.traces.coverage import coverage
+        from conformance.traces.trace import TraceKind
+
+        strict = self.config.getoption("leaseproof_coverage")
+        in_scope = sorted({t.system for t, kind in checked if kind is not TraceKind.SKIPPED and t.system in systems})
+        out = []
+        for name in in_scope:
+            cov = coverage(systems[name], [t for t, kind in checked if t.system == name and kind is TraceKind.ACCEPTED])
+            if cov.missing:
+                out.append(f"{'MISSING' if strict else 'not seen':12} coverage: the accepted {name} traces never showed "
+                           f"{', '.join(cov.missing)}" + ("" if strict else " (--leaseproof-coverage fails on it)"))
+        return out
 
     def _short(self, source: str) -> str:
         try:

@@ -117,7 +117,8 @@ def test_the_toy_projects_own_tests_pass_under_the_plugin(project: pytest.Pytest
     the recorder, one written by the toy into its test's directory), listed with -v."""
     shutil.copytree(PROJECT / "tests", project.path / "tests")
     shutil.copy(PROJECT / "conftest.py", project.path)
-    result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".", "-v", "tests")
+    result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".", "-v", "--leaseproof-coverage",
+                               "tests")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([
@@ -126,6 +127,34 @@ def test_the_toy_projects_own_tests_pass_under_the_plugin(project: pytest.Pytest
         "ACCEPTED     tests_test_joblease.py_test_two_workers_take_turns/trace.ndjson: accepted",
         "passed: 2 of 2 in-scope runs accepted, 0 skipped (2 trace files in *out)",
     ])
+
+
+def test_coverage_is_listed_and_fails_only_when_asked(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wiring alone, without TLC: every trace is taken as accepted. One that never shows a
+    takeover or a stale renewal misses both of joblease.yaml's coverage requirements."""
+    from conformance.traces import check
+    from conformance.traces.trace import TraceKind, TraceVerdict
+
+    monkeypatch.setattr(check, "check_traces", lambda items, *a, **k: [TraceVerdict(i.source, TraceKind.ACCEPTED) for i in items])
+    project.makepyfile(test_toy="""
+        from joblease import ManualClock, Slot, header
+
+        def test_alone(leaseproof_recorder):
+            clock = ManualClock()
+            with leaseproof_recorder.open(header("alone", 1000)) as trace:
+                slot = Slot(1000, clock, trace.event)
+                slot.acquire("w1")
+                slot.release("w1")
+    """)
+    args = (*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".")
+    missing = ("coverage: the accepted joblease traces never showed the slot acquired after the other worker held it, "
+               "a stale renewal refused while the other worker holds the slot")
+    result = project.runpytest(*args)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([f"not seen     {missing} (--leaseproof-coverage fails on it)", "passed: 1 of 1 *"])
+    strict = project.runpytest(*args, "--leaseproof-coverage")
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    strict.stdout.fnmatch_lines([f"MISSING      {missing}", "FAILED: 1 of 1 *"])
 
 
 def test_inert_without_the_option(project: pytest.Pytester) -> None:
