@@ -1,6 +1,7 @@
 """A pytest plugin: check the traces your integration tests record, at the end of the session.
 
     pytest --leaseproof-traces out/traces [--leaseproof-root PROJECT] [--leaseproof-fail-on-skip]
+           [--leaseproof-coverage] [--leaseproof-batch-size N]
 
 Your tests (or the system they drive) record traces during the session; when it ends, every
 `*.ndjson` under the directory is checked against your systems (`PROJECT/traces/systems/*.yaml`,
@@ -8,7 +9,8 @@ trace specs in `PROJECT/tla`, PROJECT defaulting to pytest's rootdir) with the s
 checker as `leaseproof traces check`, many traces per TLC run. The terminal summary lists every
 trace that was not accepted (for a rejection, the line and why) and the counts, and the session
 fails on a rejected, malformed or inconclusive trace, on a skipped one with
-`--leaseproof-fail-on-skip`, and when nothing was recorded at all.
+`--leaseproof-fail-on-skip`, and when nothing was recorded at all; a requirement of a system
+file's `coverage:` that no accepted trace met is listed, and fails it with `--leaseproof-coverage`.
 
 Two fixtures hand a test somewhere to record, each named after the test:
 
