@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Record traces from both reference implementations into one directory (default out/traces):
-# the integration tests with recording on, seeded simulations, and the multi-process `run`
-# workloads on SQLite, MariaDB and Redis. Then check them with scripts/check_traces.sh.
+# the integration tests with recording on (under the pytest plugin, which checks their traces
+# when the session ends), seeded simulations, and the multi-process `run` workloads on SQLite,
+# MariaDB and Redis. Then check them all with scripts/check_traces.sh.
 #
 #   scripts/record_traces.sh [OUT_DIR]
 #
@@ -43,14 +44,19 @@ PY
 }
 
 gates_off="$out-gates-off"
-rm -rf "$out"/engine-* "$out"/workqueue-* "$out"/command-* "$out"/tests "$gates_off"
+rm -rf "$out"/engine-* "$out"/workqueue-* "$out"/command-* "$out"/tests "$out"/tests-gates-off "$gates_off"
 mkdir -p "$out" "$gates_off"
 
 step "integration tests, recording into $out/tests"
-try "the integration tests" env -C "$root" LEASEPROOF_TRACE_DIR="$out/tests" "$python" -m pytest -q -n 0 -p no:cacheprovider tests/engine tests/workqueue >&2
-for d in "$out"/tests/*-gates-off; do
+# The pytest plugin records the tests' traces into $out/tests and checks them when the session
+# ends (conformance/pytest_plugin.py): a rejected, malformed or inconclusive one fails this step.
+# Traces of a protecting gate off are written beside it, into $out/tests-gates-off, and moved.
+try "the integration tests" env -C "$root" "$python" -m pytest -q -n 0 -p no:cacheprovider -p conformance.pytest_plugin \
+    --leaseproof-traces "$out/tests" --leaseproof-root "$root" tests/engine tests/workqueue >&2
+for d in "$out"/tests-gates-off/*-gates-off; do
   [ -d "$d" ] && mv "$d" "$gates_off/"
 done
+rm -rf "$out/tests-gates-off"
 
 # Each engine source below must meet the coverage guard by itself (check_traces.sh
 # --coverage-per-source): an honoured lease in memory and through the scheduler, a rerun, and a

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import Phase, settings
@@ -35,6 +36,24 @@ settings.register_profile("mutate_wide", settings.get_profile("mutate"), max_exa
 settings.register_profile("mutate_quick", settings.get_profile("mutate"), max_examples=25)
 if os.environ.get("HYPOTHESIS_PROFILE"):
     settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
+
+# The fixture project (tests/fixtures/project) is a user's project: its own tests run in their
+# own pytest sessions, under the leaseproof plugin (tests/toolkit/test_pytest_plugin.py).
+collect_ignore = ["fixtures"]
+# pytester: the plugin's own tests run pytest sessions of their own.
+pytest_plugins = ["pytester"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under the leaseproof plugin (`--leaseproof-traces DIR`, as scripts/record_traces.sh runs
+    the tests), our recorders write into DIR: they read LEASEPROOF_TRACE_DIR
+    (tests/engine/recording.py, tests/workqueue/conftest.py), and the plugin checks DIR (which
+    wins over a LEASEPROOF_TRACE_DIR set outside, so that what is recorded is what is checked).
+    Set before xdist starts its workers, which inherit it."""
+    traces = config.getoption("leaseproof_traces", None)
+    if traces:
+        os.environ["LEASEPROOF_TRACE_DIR"] = str(Path(traces).resolve())
+
 
 MYSQL_URL = os.environ.get("LEASEPROOF_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
 REDIS_URL = os.environ.get("LEASEPROOF_REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -1,11 +1,14 @@
 """Recording the engine tests' traces when `LEASEPROOF_TRACE_DIR` is set.
 
-`scripts/record_traces.sh` runs the tests with `LEASEPROOF_TRACE_DIR=<dir>`; every store a
-test's nodes used is then exported, one trace per workflow, for `leaseproof traces check`:
+`scripts/record_traces.sh` runs the tests with `--leaseproof-traces <dir>` (the pytest plugin,
+which sets `LEASEPROOF_TRACE_DIR=<dir>`: tests/conftest.py); every store a test's nodes used is
+then exported, one trace per workflow, for the plugin and `leaseproof traces check`:
 
-    <dir>/engine-tests/<test>-<wf>.ndjson            the designed engine
-    <dir>/engine-tests-gates-off/<test>-<wf>.ndjson  a protecting gate off (see UNSAFE_GATES):
-                                                     rejected wherever the test shows its bug
+    <dir>/engine-tests/<test>-<wf>.ndjson                     the designed engine
+    <dir>-gates-off/engine-tests-gates-off/<test>-<wf>.ndjson  a protecting gate off (see
+                                                              UNSAFE_GATES): rejected wherever
+                                                              the test shows its bug, so kept
+                                                              out of <dir>, which must pass
 
 A store whose nodes use swapped decisions (the mutant catalogue, `impl/engine/mutants.py`), or
 whose nodes were built while a bug was planted in the engine's code (`planting`, used by
@@ -150,7 +153,9 @@ class Recorder:
             if not events:
                 continue
             unsafe = any(not getattr(r.gates, g) for g in UNSAFE_GATES)
-            where = self.directory / ("engine-tests-gates-off" if unsafe else "engine-tests")
+            # Beside the directory, not in it: the plugin checks all of <dir>, which must pass.
+            where = (self.directory.with_name(self.directory.name + "-gates-off") / "engine-tests-gates-off" if unsafe
+                     else self.directory / "engine-tests")
             names = sorted(set(r.nodes) | {e.node for e in events})
             run = self.run if len(self.runs) == 1 else f"{self.run}-store{index}"
             for wf, evs in by_workflow(events).items():

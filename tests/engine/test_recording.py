@@ -58,4 +58,4 @@ def test_a_run_with_a_protecting_gate_off_goes_apart(recorder, tmp_path: Path) -
     simulate(seed=0, workflows=1, gates=Gates(honour_check=False))
     recorder.flush()
     assert not (tmp_path / "engine-tests").exists()
-    assert len(headers(tmp_path / "engine-tests-gates-off")) == 1
+    assert len(headers(tmp_path.with_name(tmp_path.name + "-gates-off") / "engine-tests-gates-off")) == 1

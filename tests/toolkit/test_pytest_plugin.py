@@ -1,0 +1,284 @@
+"""The pytest plugin (conformance/pytest_plugin.py), in pytest sessions of their own (pytester),
+on a copy of the fixture project's toy (tests/fixtures/project/joblease.py).
+
+Each session that checks traces costs a TLC run (and the xdist one, two worker start-ups), so
+one session, under xdist, holds every verdict: a trace accepted, the toy's planted bug rejected
+at its line, a truncated and a garbage trace malformed, the corpus, a test that recorded nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.tlc
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT = ROOT / "tests" / "fixtures" / "project"
+# `-p`: the shared environment may predate the entry point; named as the entry point, so that
+# an install that has it does not register the plugin twice.
+PLUGIN = ("-p", "conformance.pytest_plugin", "-p", "no:cacheprovider",
+          # The inner sessions need no other plugin: fewer to load in each xdist worker.
+          "-p", "no:hypothesispytest", "-p", "no:benchmark")
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A copy of the fixture project (its specs, system files and toy) as pytester's directory."""
+    for name in ("tla", "traces"):
+        shutil.copytree(PROJECT / name, pytester.path / name)
+    shutil.copy(PROJECT / "joblease.py", pytester.path)
+    # xdist's workers are new interpreters: they import this checkout's conformance, and the toy.
+    monkeypatch.setenv("PYTHONPATH", f"{ROOT}:{pytester.path}")
+    monkeypatch.syspath_prepend(str(pytester.path))
+    return pytester
+
+
+GOOD = textwrap.dedent("""
+    from joblease import ManualClock, Slot, header, two_workers
+
+    def test_good(leaseproof_recorder):
+        clock = ManualClock(5_000)
+        with leaseproof_recorder.open(header("good", 1000)) as trace:
+            two_workers(Slot(1000, clock, trace.event), clock)
+""")
+
+
+CHECKERS = """
+    from pathlib import Path
+
+    def pytest_sessionfinish(session):
+        # Which processes hold the checker: the controller only. (Not PYTEST_XDIST_WORKER: an
+        # outer xdist run sets it for this whole process, inner controller included.)
+        who = getattr(session.config, "workerinput", {}).get("workerid", "controller")
+        if session.config.pluginmanager.has_plugin("leaseproof-trace-check"):
+            with open(Path(session.config.rootpath) / "checkers.txt", "a") as f:
+                f.write(who + "\\n")
+"""
+
+
+def test_a_session_under_xdist_fails_on_each_bad_trace_and_says_where(project: pytest.Pytester) -> None:
+    """Two xdist workers record; the controller alone checks, once, when both are done."""
+    pytest.importorskip("xdist")
+    project.makeconftest(CHECKERS)
+    project.makepyfile(test_toy=GOOD + textwrap.dedent("""
+        def test_planted_bug(leaseproof_recorder):
+            clock = ManualClock(5_000)
+            with leaseproof_recorder.open(header("bug", 1000, check_owner_on_renew=False)) as trace:
+                two_workers(Slot(1000, clock, trace.event, check_owner_on_renew=False), clock)
+
+        def test_truncated(leaseproof_trace_dir):
+            # The system under test died after one event: no end line.
+            events = []
+            Slot(1000, ManualClock(), events.append).acquire("w1")
+            import json
+            lines = [header("cut", 1000), {"kind": "event", "seq": 1, **events[0]}]
+            (leaseproof_trace_dir / "cut.ndjson").write_text("".join(json.dumps(x) + "\\n" for x in lines))
+
+        def test_garbage(leaseproof_trace_dir):
+            (leaseproof_trace_dir / "junk.ndjson").write_text("not json\\n")
+
+        def test_records_nothing(leaseproof_recorder):
+            pass
+
+        def test_corpus(leaseproof_trace_dir):
+            # The checked-in known-good and known-bad traces, through the same session.
+            import shutil
+            shutil.copytree("traces/corpus/joblease", leaseproof_trace_dir, dirs_exist_ok=True)
+    """))
+    result = project.runpytest(*PLUGIN, "-n", "2", "--leaseproof-traces", "out", "--leaseproof-root", ".")
+    result.assert_outcomes(passed=6)  # every test passed: the traces alone fail the session
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*= leaseproof traces =*",
+        'REJECTED     test_toy.py_test_planted_bug/trace.ndjson: rejected at event 5 (renew by w1): no behaviour of the '
+        'spec explains it; disagrees on outcome (spec "lost", trace "renewed"), expires (spec 2501, trace 2751), '
+        'version (spec 3, trace 4)',
+        "FAILED: 3 of 6 in-scope runs accepted, 0 skipped, 3 rejected, 2 malformed (8 trace files in *out)",
+    ])
+    assert "REJECTED     test_toy.py_test_corpus/rejected/rejected-renew-without-owner-check.ndjson: rejected at event 5" in out
+    assert ("REJECTED     test_toy.py_test_corpus/rejected/rejected-restart-not-counted.ndjson: rejected at event 2 "
+            "(acquire by w2)") in out
+    assert "accepted-" not in out.split("leaseproof traces")[1]
+    assert "MALFORMED    test_toy.py_test_truncated/cut.ndjson: malformed: truncated: no end line after 1 events" in out
+    assert "MALFORMED    test_toy.py_test_garbage/junk.ndjson: malformed: line 1: not JSON" in out
+    assert "test_good" not in out.split("leaseproof traces")[1]  # an accepted trace is not listed
+    assert not (project.path / "out" / "test_toy.py_test_records_nothing").exists()
+    assert (project.path / "checkers.txt").read_text() == "controller\n"
+
+
+def test_the_toy_projects_own_tests_pass_under_the_plugin(project: pytest.Pytester) -> None:
+    """The worked example as a user runs it: the project's tests/test_joblease.py (one trace by
+    the recorder, one written by the toy into its test's directory), listed with -v."""
+    shutil.copytree(PROJECT / "tests", project.path / "tests")
+    shutil.copy(PROJECT / "conftest.py", project.path)
+    result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".", "-v", "--leaseproof-coverage",
+                               "tests")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([
+        "*= leaseproof traces =*",
+        "ACCEPTED     tests_test_joblease.py_test_a_restart_frees_the_slot/slot.ndjson: accepted",
+        "ACCEPTED     tests_test_joblease.py_test_two_workers_take_turns/trace.ndjson: accepted",
+        "passed: 2 of 2 in-scope runs accepted, 0 skipped (2 trace files in *out)",
+    ])
+
+
+def test_coverage_is_listed_and_fails_only_when_asked(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wiring alone, without TLC: every trace is taken as accepted. One that never shows a
+    takeover or a stale renewal misses both of joblease.yaml's coverage requirements."""
+    from conformance.traces import check
+    from conformance.traces.trace import TraceKind, TraceVerdict
+
+    monkeypatch.setattr(check, "check_traces", lambda items, *a, **k: [TraceVerdict(i.source, TraceKind.ACCEPTED) for i in items])
+    project.makepyfile(test_toy="""
+        from joblease import ManualClock, Slot, header
+
+        def test_alone(leaseproof_recorder):
+            clock = ManualClock()
+            with leaseproof_recorder.open(header("alone", 1000)) as trace:
+                slot = Slot(1000, clock, trace.event)
+                slot.acquire("w1")
+                slot.release("w1")
+    """)
+    args = (*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".")
+    missing = ("coverage: the accepted joblease traces never showed the slot acquired after the other worker held it, "
+               "a stale renewal refused while the other worker holds the slot")
+    result = project.runpytest(*args)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([f"not seen     {missing} (--leaseproof-coverage fails on it)", "passed: 1 of 1 *"])
+    strict = project.runpytest(*args, "--leaseproof-coverage")
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    strict.stdout.fnmatch_lines([f"MISSING      {missing}", "FAILED: 1 of 1 *"])
+
+
+def test_inert_without_the_option(project: pytest.Pytester) -> None:
+    """A fresh interpreter: no checker module is imported, nothing is written but to tmp_path."""
+    project.makepyfile(test_toy=GOOD + textwrap.dedent("""
+        import sys
+
+        def test_nothing_heavy_was_imported(leaseproof_recorder, leaseproof_trace_dir, tmp_path):
+            heavy = [m for m in ("conformance.traces.check", "conformance.check.runner", "jsonschema", "jinja2", "lark")
+                     if m in sys.modules]
+            assert heavy == []
+            assert not leaseproof_recorder.checked
+            assert leaseproof_recorder.path_for().is_relative_to(tmp_path)
+            assert leaseproof_trace_dir.is_relative_to(tmp_path)
+    """))
+    result = project.runpytest_subprocess(*PLUGIN)
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK
+    assert "leaseproof traces" not in result.stdout.str()
+    # The fixtures wrote into the tests' tmp_path (pytester's basetemp), and nowhere else.
+    written = [p.relative_to(project.path).parts[0] for p in project.path.rglob("*.ndjson")]
+    assert {w for w in written if w != "traces"} == {"runpytest-0"}
+    assert not list(project.path.rglob(".leaseproof-traces"))
+
+
+def test_nothing_recorded_is_said_and_fails(project: pytest.Pytester) -> None:
+    """Also: an earlier session's directory is cleared first, so its traces are not checked again."""
+    earlier = project.path / "out" / "test_toy.py_test_gone"
+    earlier.mkdir(parents=True)
+    shutil.copy(PROJECT / "traces" / "corpus" / "joblease" / "accepted" / "accepted-two-workers.ndjson", earlier)
+    (project.path / "out" / ".leaseproof-traces").write_text("")
+    project.makepyfile(test_toy="def test_quiet():\n    pass\n")
+    result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["FAILED: no traces were recorded in *out: nothing was checked"])
+
+
+def test_skips_are_listed_and_fail_only_when_asked(project: pytest.Pytester) -> None:
+    """A trace using a feature its system file declares out of scope (the counter's `reset`):
+    decided without TLC, listed with its reason."""
+    project.makepyfile(test_toy="""
+        def test_reset(leaseproof_recorder):
+            leaseproof_recorder.write({"system": "counter", "settings": {"limit": 3}, "nodes": ["n1"], "features": ["reset"]},
+                                      [{"node": "n1", "op": "step", "now": 0, "outcome": "stepped",
+                                        "state": {"x": 1, "seen": {"n1": 1}}}])
+    """)
+    args = (*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".")
+    result = project.runpytest(*args)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["SKIPPED      test_toy.py_test_reset/trace.ndjson: skipped: uses reset, which the "
+                                 "TraceCounter spec does not model*", "passed: 0 of 0 in-scope runs accepted, 1 skipped*"])
+    strict = project.runpytest(*args, "--leaseproof-fail-on-skip")
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    strict.stdout.fnmatch_lines(["FAILED: 0 of 0 in-scope runs accepted, 1 skipped*"])
+
+
+def test_a_project_without_system_files_is_said_and_fails(project: pytest.Pytester) -> None:
+    (project.path / "empty").mkdir()
+    project.makepyfile(test_toy=GOOD + textwrap.dedent("""
+        import pytest
+
+        def test_both_fixtures_share_the_tests_directory(leaseproof_trace_dir, leaseproof_recorder):
+            assert leaseproof_trace_dir.is_dir() and leaseproof_recorder.path_for().parent == leaseproof_trace_dir
+
+        def test_one_trace_per_entity(leaseproof_recorder):
+            leaseproof_recorder.open(header("a", 1000), entity="job")
+            with pytest.raises(ValueError, match="already recorded a trace of 'job'"):
+                leaseproof_recorder.open(header("b", 1000), entity="job")
+    """))
+    result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", "empty")
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["FAILED: no system files in *empty/traces/systems: give --leaseproof-root PROJECT"])
+
+
+def test_no_tlc_is_said_and_fails(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TLA2TOOLS_JAR", str(project.path / "no-such.jar"))
+    project.makepyfile(test_toy=GOOD)
+    result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["FAILED: the traces could not be checked: TLA2TOOLS_JAR is *no-such.jar, but there is no file there*"])
+
+
+def test_a_directory_of_other_files_and_a_batch_of_none_are_refused(project: pytest.Pytester) -> None:
+    (project.path / "mine").mkdir()
+    (project.path / "mine" / "notes.txt").write_text("not the plugin's\n")
+    project.makepyfile(test_toy="def test_quiet():\n    pass\n")
+    result = project.runpytest(*PLUGIN, "--leaseproof-traces", "mine")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*the directory holds files the plugin did not write*"])
+    assert (project.path / "mine" / "notes.txt").exists()
+    zero = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-batch-size", "0")
+    assert zero.ret == pytest.ExitCode.USAGE_ERROR
+    zero.stderr.fnmatch_lines(["*--leaseproof-batch-size 0: at least 1 trace per TLC run*"])
+
+
+def test_the_corpus_is_what_the_toy_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """traces/corpus/joblease is written by joblease.py (planted bug and all): regenerated, it
+    is the same, byte for byte."""
+    monkeypatch.syspath_prepend(str(PROJECT))
+    import joblease
+
+    joblease.write_corpus(tmp_path)
+    corpus = PROJECT / "traces" / "corpus" / "joblease"
+    names = sorted(str(p.relative_to(corpus)) for p in corpus.rglob("*.ndjson"))
+    assert names == sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.ndjson"))
+    for name in names:
+        assert (tmp_path / name).read_text() == (corpus / name).read_text(), name
+    assert re.search(r'"check_owner_on_renew": false', (corpus / "rejected" / "rejected-renew-without-owner-check.ndjson").read_text())
+
+
+@pytest.mark.slow
+def test_the_toys_self_test_rejects_every_mutant() -> None:
+    """The worked example's trace spec earns its place: the corpus gets its verdicts, and every
+    mutant of its accepted traces is rejected (a drop or a duplicate of a renewal survived until
+    the toy logged a version). Four TLC runs: behind the slow marker."""
+    import subprocess
+    import sys
+
+    corpus = PROJECT / "traces" / "corpus" / "joblease"
+    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "traces", "check", "--root", str(PROJECT), "--self-test",
+                           str(corpus / "accepted")], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "self-test: 4 known traces got their known verdicts" in proc.stdout
+    assert "10 of 10 mutants rejected" in proc.stdout
