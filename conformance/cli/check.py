@@ -39,6 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--quick", action="store_true", help="only the models marked quick: true")
     p.add_argument("--json", action="store_true", help="print the outcomes as JSON instead of a table")
     p.add_argument("--junit", type=Path, metavar="FILE", help="also write the outcomes as JUnit XML to FILE")
+    p.add_argument("--itf", type=Path, metavar="FILE",
+                   help="also write each counterexample in the ITF JSON trace format: to FILE when the run has one, "
+                        "else to FILE's name with the model's inserted (out.itf.json -> out.MODEL.itf.json)")
     p.add_argument("-j", "--jobs", type=int, default=None, help="models checked at once (default: 1 per 2 cores, at least 1)")
     p.add_argument("-w", "--workers", type=int, default=None, help="TLC workers per model (default: cores / jobs)")
     p.add_argument("--keep", type=Path, metavar="DIR", help="keep each model's cfg and raw TLC output in DIR")
@@ -80,6 +83,32 @@ def whole_suite(root: Path) -> list[Model]:
         except LeaseproofError:
             continue
     return found
+
+
+def itf_paths(path: Path, names: list[str]) -> dict[str, Path]:
+    """Where each model's counterexample goes: `path` itself for a single one, else `path` with the
+    model's name before its suffixes (`out.itf.json` -> `out.inmem_overlap.itf.json`)."""
+    if len(names) == 1:
+        return {names[0]: path}
+    stem, dot, rest = path.name.partition(".")
+    return {n: path.with_name(f"{stem}.{n}{dot}{rest}" if dot else f"{stem}.{n}") for n in names}
+
+
+def write_itf(path: Path, outcomes: list[Outcome]) -> list[Path]:
+    """Write every counterexample of the run as an ITF trace; the files written."""
+    from conformance.output.itf import itf_trace
+
+    with_cx = [o for o in outcomes if o.verdict.counterexample is not None]
+    where = itf_paths(path, [o.model.name for o in with_cx])
+    for o in with_cx:
+        v = o.verdict
+        assert v.counterexample is not None
+        what = f"violated {v.property}" if v.property else v.kind.value
+        trace = itf_trace(v.counterexample, source=str(o.model.module_path),
+                          description=f"leaseproof check: model {o.model.name}, {what}")
+        where[o.model.name].parent.mkdir(parents=True, exist_ok=True)
+        where[o.model.name].write_text(json.dumps(trace, indent=1) + "\n", encoding="utf-8")
+    return [where[o.model.name] for o in with_cx]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -137,6 +166,9 @@ def run(args: argparse.Namespace) -> int:
     if args.junit:
         args.junit.parent.mkdir(parents=True, exist_ok=True)
         args.junit.write_text(junit_xml(outcomes), encoding="utf-8")
+    if args.itf:
+        for path in write_itf(args.itf, outcomes):
+            print(f"ITF counterexample: {path}", file=sys.stderr if args.json else sys.stdout)
     if args.json:
         json.dump(outcomes_json(outcomes, ws, passed), sys.stdout, indent=2)
         print()

@@ -43,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
     """Run `leaseproof replay`."""
     from conformance.replay import run as replay_run
 
-    models = load_selected(args.root, [args.model], quick=False)
+    models, refused = load_selected(args.root, [args.model], quick=False)
+    if refused:
+        raise LeaseproofError(refused[0].verdict.message or f"{args.model}: the model file was refused")
     if len(models) != 1:
         raise LeaseproofError(f"{args.model!r} names {len(models)} models: replay one at a time")
     model = models[0]

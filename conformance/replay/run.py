@@ -20,6 +20,8 @@ from typing import Any
 
 from conformance.errors import LeaseproofError
 from conformance.models.model import Model
+from conformance.output.itf import ItfError, from_itf
+from conformance.output.values import to_json
 from conformance.replay.map import Schedule
 
 # Per replayable TLA+ module: the map that reads its counterexamples (`schedule_of`), and the
@@ -71,6 +73,20 @@ def adapter_for(model: Model) -> ModuleType:
     return importlib.import_module(name)
 
 
+def plain_states(verdict: dict[str, Any]) -> dict[str, Any]:
+    """`verdict` with its counterexample's values untagged (sets as sorted lists, functions with
+    other keys as pairs: `values.to_json`), the form the mappers read; a saved run of an earlier
+    leaseproof, already untagged, reads the same."""
+    cx = verdict.get("counterexample")
+    if not isinstance(cx, dict) or not isinstance(cx.get("states"), list):
+        return verdict
+    try:
+        states = [{**s, "variables": {k: to_json(from_itf(v)) for k, v in s["variables"].items()}} for s in cx["states"]]
+    except (ItfError, KeyError, TypeError, AttributeError) as exc:
+        raise LeaseproofError(f"the counterexample's states are not `check --json` states: {exc}") from None
+    return {**verdict, "counterexample": {**cx, "states": states}}
+
+
 def saved_verdict(path: Path, model: str) -> dict[str, Any]:
     """`model`'s verdict from a saved `leaseproof check --json` output."""
     try:
@@ -79,7 +95,7 @@ def saved_verdict(path: Path, model: str) -> dict[str, Any]:
         raise LeaseproofError(f"cannot read {path} as the output of `leaseproof check --json`") from exc
     for m in data.get("models", []):
         if m.get("name") == model:
-            return dict(m["verdict"])
+            return plain_states(dict(m["verdict"]))
     raise NotReplayable(f"{path} holds no outcome of model {model!r} "
                         f"(it has: {', '.join(m.get('name', '?') for m in data.get('models', []))})")
 
@@ -89,7 +105,7 @@ def live_verdict(model: Model) -> dict[str, Any]:
     from conformance.check.runner import Tlc, check_model
     from conformance.report.json_report import verdict_json
 
-    return verdict_json(check_model(model, Tlc.locate()))
+    return plain_states(verdict_json(check_model(model, Tlc.locate())))
 
 
 def modes(model: Model, verdict: dict[str, Any], adapter: ModuleType, which: str = "both") -> list[Mode]:

@@ -1,4 +1,6 @@
-"""Outcomes as JSON: one object per model, with the counterexample's states as data."""
+"""Outcomes as JSON: one object per model, with the counterexample's states as data (values tagged
+as ITF has them, `conformance/output/itf.py`, so that a model value, a string, a set and a
+sequence stay apart)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from typing import Any
 from conformance.check.compare import Outcome, actual_label
 from conformance.check.witness import Witness
 from conformance.output.counterexample import Counterexample
-from conformance.output.values import to_json
+from conformance.output.itf import to_itf
 from conformance.output.verdict import Verdict
 
 
@@ -21,7 +23,7 @@ def counterexample_json(cx: Counterexample | None) -> dict[str, Any] | None:
                 "index": s.index,
                 "action": s.action,
                 "location": str(s.location) if s.location else None,
-                "variables": {k: to_json(v) for k, v in s.variables.items()},
+                "variables": {k: to_itf(v) for k, v in s.variables.items()},
             }
             for s in cx.states
         ],

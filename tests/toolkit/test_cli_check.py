@@ -29,7 +29,8 @@ def leaseproof(*args: str, env: dict[str, str] | None = None, cwd: Path | None =
 @cache
 def fixture_run(tmp: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     junit = Path(tmp) / "junit.xml"
-    proc = leaseproof("check", "--root", str(PROJECT), "--json", "--junit", str(junit), "--jobs", "2", "--workers", "1")
+    proc = leaseproof("check", "--root", str(PROJECT), "--json", "--junit", str(junit), "--jobs", "2", "--workers", "1",
+                      "--itf", str(Path(tmp) / "cx.itf.json"))
     return proc, json.loads(proc.stdout)
 
 
@@ -72,7 +73,10 @@ def test_json_carries_the_counterexample_and_figures(run: Any) -> None:
     _, report, _ = run
     inv = next(m for m in report["models"] if m["name"] == "invariant")["verdict"]
     assert inv["kind"] == "violated" and inv["property_kind"] == "invariant"
-    assert [s["variables"]["x"] for s in inv["counterexample"]["states"]] == [0, 1, 2, 3]
+    # Values are tagged (ITF's encoding): a number, a model value and a function stay apart.
+    assert [s["variables"]["x"] for s in inv["counterexample"]["states"]] == [{"#bigint": str(i)} for i in range(4)]
+    assert inv["counterexample"]["states"][0]["variables"]["seen"] == {
+        "#map": [[{"#unserializable": "n1"}, {"#bigint": "0"}], [{"#unserializable": "n2"}, {"#bigint": "0"}]]}
     assert inv["counterexample"]["states"][1]["action"] == "Step"
     ok = next(m for m in report["models"] if m["name"] == "passing")["verdict"]
     assert (ok["distinct_states"], ok["depth"], ok["tlc_version"]) == (13, 4, "2.15")
@@ -150,3 +154,20 @@ def test_dry_run_prints_the_tlc_command() -> None:
     assert "tlc2.TLC -tool -workers" in proc.stdout and "-config deadlock.cfg" in proc.stdout and "Stuck.tla" in proc.stdout
     temporal = leaseproof("check", "--root", str(PROJECT), "--dry-run", "--workers", "2", "temporal")
     assert "-workers 1 " in temporal.stdout, temporal.stdout  # a temporal property: one worker, whatever -w says
+
+
+@pytest.mark.tlc
+def test_itf_writes_each_counterexample_as_other_tools_read_it(run: Any) -> None:
+    from conformance.output.itf import from_itf
+
+    _, report, junit = run
+    tmp = junit.parent
+    with_cx = sorted(m["name"] for m in report["models"] if m["verdict"]["counterexample"])
+    assert sorted(p.name for p in tmp.glob("cx.*.itf.json")) == [f"cx.{n}.itf.json" for n in with_cx]
+    inv = json.loads((tmp / "cx.invariant.itf.json").read_text())
+    assert inv["#meta"]["format"] == "ITF" and inv["vars"] == ["seen", "x"] and "loop" not in inv
+    assert [s["#meta"]["index"] for s in inv["states"]] == [0, 1, 2, 3]
+    assert inv["states"][1]["#meta"]["action"] == "Step"
+    assert from_itf(inv["states"][3]["x"]) == 3
+    lasso = json.loads((tmp / "cx.lasso.itf.json").read_text())
+    assert 0 <= lasso["loop"] < len(lasso["states"])  # where the lasso goes back to
