@@ -109,8 +109,10 @@ _ACTION_PROP = re.compile(r"Action property (\S+) is violated")
 
 # Messages that report a problem with the cfg file or the model's names.
 _CFG_CODES = {5006, 2222, 2223, 2224, 2225, 2226, 2227, 2228, 2229, 2230, 2231, 2232, 2233, 2234, 2235}
+# (Not 2168: TLC 2.15 says "Loading ... operator override" under it when it takes a user's Java
+# override class, which is no error.)
 _EVAL_CODES = {2103, 2179, 2146, 2147, 2148, 2149, 2150, 2151, 2152, 2153, 2154, 2155, 2156, 2157, 2158,
-               2159, 2160, 2161, 2163, 2164, 2165, 2166, 2167, 2168, 2169, 2170, 2171, 2172, 2173, 2174,
+               2159, 2160, 2161, 2163, 2164, 2165, 2166, 2167, 2169, 2170, 2171, 2172, 2173, 2174,
                2175, 2176, 2177, 2178, 2180, 2181, 2182, 2183, 2184, 2249, 2250, 2251}
 
 

@@ -171,3 +171,33 @@ def test_yaml_values_render_as_tlc_reads_them(tmp_path: Path) -> None:
     for want in ['    A = {{n1, n2}, {1, "s", TRUE}}', "    B = n1", "    C = C", "    D <- [Inner] Def",
                  "    E = [Inner] {3}", "    Op <- MCOp"]:
         assert want in lines
+
+
+@pytest.mark.tlc
+def test_tlc_uses_a_java_override_class_beside_the_spec(tmp_path: Path) -> None:
+    # A user's Java override (a class named after the module, a static method per operator) is
+    # staged with the spec and put on TLC's classpath: with it the invariant holds, without it not.
+    import shutil
+    import subprocess
+
+    from conformance.check.runner import Tlc, check_model
+    from conformance.tlc.locate import find_jar
+
+    javac = shutil.which("javac")
+    if javac is None:
+        pytest.skip("no javac on PATH to compile the override class (apt-get install openjdk-17-jdk-headless)")
+    spec = tmp_path / "spec"
+    (spec / "lib").mkdir(parents=True)
+    (spec / "lib" / "Slow.tla").write_text("---- MODULE Slow ----\nEXTENDS Naturals\nSlow(n) == n + 1\n====\n")
+    (spec / "Main.tla").write_text("---- MODULE Main ----\nEXTENDS Slow\nVARIABLE x\nInit == x = 1\nNext == UNCHANGED x\n"
+                                   "Spec == Init /\\ [][Next]_x\nFast == Slow(x) = 100\n====\n")
+    (tmp_path / "Slow.java").write_text("import tlc2.value.impl.IntValue;\npublic class Slow {\n"
+                                        "  public static IntValue Slow(IntValue n) { return IntValue.gen(100); }\n}\n")
+    model = {"module": "spec/Main.tla", "invariants": ["Fast"], "expect": {"verdict": "ok"}, "why": "the override answers 100",
+             "workers": 1}
+    without = check_model(parse_model(model, tmp_path / "m.yaml", ()), Tlc.locate())
+    assert without.kind.value == "violated" and without.property == "Fast"
+    subprocess.run([javac, "-cp", str(find_jar()), "-d", str(spec / "classes"), str(tmp_path / "Slow.java")],
+                   check=True, capture_output=True, timeout=120)
+    with_class = check_model(parse_model(model, tmp_path / "m.yaml", ()), Tlc.locate())
+    assert with_class.kind.value == "ok", with_class.summary()
