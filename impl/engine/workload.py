@@ -86,7 +86,8 @@ def plan(
     `stale_fraction`, a long one stalls before its first finishing write (a retry or dead
     letter then meets another node's lease). `grid_ms` puts every start and signal on a
     multiple of it (the fetch loops' poll interval): writes then meet at lease boundaries (a
-    fetch in the millisecond a lease ends, a schedule in the one a lease was taken). Both draw
+    fetch in the millisecond a lease ends, a schedule in the one a lease was taken: half the
+    signals come in their start's own millisecond, where it wrote its backstop lease). Both draw
     from generators of their own, so the plan is otherwise the same whatever they are.
 
     `take_stall_fraction` of the short workflows that never fail have their start node's taker
@@ -97,6 +98,7 @@ def plan(
     stale_rng = random.Random(seed ^ 0x57A1E)
     fail_rng = random.Random(seed ^ 0xFA11)
     take_rng = random.Random(seed ^ 0x7A4E)
+    grid_rng = random.Random(seed ^ 0x6A1D)
     strand_rng = random.Random(seed ^ 0x57BA)
     rng = random.Random(seed)
     items = []
@@ -111,6 +113,10 @@ def plan(
         if grid_ms > 1:
             # Rounded after the draws, so that the generator's sequence is unchanged.
             start, signal = start - start % grid_ms, signal - signal % grid_ms
+            if grid_rng.random() < 0.5:
+                # In the start's own millisecond: the signal's schedule may meet the backstop
+                # lease the start just wrote (run_after exactly a lease from now).
+                signal = start
         stall = stall_ms if long and (waits or fails) and stale_rng.random() < stale_fraction else 0
         if stall and not fails:
             # The signal comes once the other node's run is under way: the stalled remove must
