@@ -5,7 +5,8 @@ happen now, in a fixed order, and a seeded `random.Random` picks one:
 
     - a fiber whose next effect is a `Call` (a store transaction or read): run it;
     - a fiber whose `Sleep` is over: wake it;
-    - a node with a task in its queue: the taker takes it and starts a run fiber.
+    - a node with a task in its queue: the taker takes it and starts a run fiber (a copy a
+      planned take stall holds back waits, and the node's other copies are taken).
 
 The virtual clock moves only when nothing can happen now, to the earliest wake-up, so no fiber
 ever runs late (the model's `NoLongPauses`) unless a pause or crash is injected. The same seed
@@ -163,6 +164,7 @@ class Simulation:
         return choices
 
     def _held(self, node: str, now: int) -> Callable[[str], bool]:
+        """Whether a copy of a workflow queued on `node` is held back at `now` (a take stall)."""
         return lambda wf: self.held_copies.get((node, wf), 0) > now
 
     def _takeable(self, node: str, now: int) -> bool:

@@ -76,7 +76,10 @@ def simulate(
     """Run `workflows` approvals on `nodes` under `seed`; see the module docstring.
 
     `node_backends` gives each node its own connection to one store (as separate processes
-    would have); `backend` is then one of them, used for reads.
+    would have); `backend` is then one of them, used for reads. `fail_fraction`, `grid_ms`,
+    `take_stall_fraction` and `stranded_fraction` shape the plan (`workload.plan`): failing
+    handlers, times on the poll grid, a start's copy held queued for two leases, and a start
+    stalled between its writes while the other node recovers it.
     """
     settings = settings or Settings()
     items = plan(workflows, list(nodes), seed=seed, lease_ms=settings.lease_ms, spread_ms=2 * settings.lease_ms, long_fraction=long_fraction,
