@@ -138,6 +138,18 @@ def _add_sim(sub: Any) -> None:
     p.add_argument("--stale-fraction", type=float, default=0.5,
                    help="share of long waiting handlers whose thread stalls past the lease before its first finishing "
                         "write, while another node leases the row (a stale actor meets a live one; default 0.5)")
+    p.add_argument("--fail-fraction", type=_fraction, default=0.0,
+                   help="share of workflows whose handler fails its first 1 to max_retries deliveries (the flaky "
+                        "workflow: retries, and dead letters; default 0)")
+    p.add_argument("--grid-ms", type=_grid, default=0,
+                   help="put every start and signal on a multiple of this many ms (the poll interval, 50, makes "
+                        "writes meet at lease boundaries: a fetch as a lease ends, a schedule as one is taken; default 0: off)")
+    p.add_argument("--take-stall-fraction", type=_fraction, default=0.0,
+                   help="share of workflows whose start node's taker stalls past the lease once the start's copy is "
+                        "queued (the copy waits queued while the row is due; default 0)")
+    p.add_argument("--stranded-fraction", type=_fraction, default=0.0,
+                   help="share of workflows whose start stalls between its two writes while the other node starts "
+                        "them again and recovers the stranded start (default 0)")
     p.add_argument("--signals", choices=["scheduler", "in-memory", "alternate"], default="alternate",
                    help="signals schedule through the store (FORCE_SIGNAL_WORKFLOW_EXEC_IN_SCHEDULER), in memory on the "
                         "signalling node (honoured by the honour check when another node holds the lease), or "
@@ -156,6 +168,22 @@ def _steps(text: str) -> int:
     """A step budget: 1 to 10,000,000 (argparse turns the ValueError into a usage error)."""
     n = int(text)
     if not 1 <= n <= 10_000_000:
+        raise ValueError(text)
+    return n
+
+
+def _fraction(text: str) -> float:
+    """A share of the workflows: 0 to 1 (argparse turns the ValueError into a usage error)."""
+    x = float(text)
+    if not 0.0 <= x <= 1.0:
+        raise ValueError(text)
+    return x
+
+
+def _grid(text: str) -> int:
+    """A time grid in ms: 0 (off) to 60,000."""
+    n = int(text)
+    if not 0 <= n <= 60_000:
         raise ValueError(text)
     return n
 
@@ -189,7 +217,9 @@ def _sim(args: argparse.Namespace) -> int:
         try:
             run = simulate(seed=seed, workflows=args.workflows, gates=gates, faults=faults,
                            waiting_fraction=args.waiting_fraction, long_fraction=args.long_fraction,
-                           stale_fraction=args.stale_fraction, backend=backends["n1"], node_backends=backends,
+                           stale_fraction=args.stale_fraction, fail_fraction=args.fail_fraction, grid_ms=args.grid_ms,
+                           take_stall_fraction=args.take_stall_fraction, stranded_fraction=args.stranded_fraction,
+                           backend=backends["n1"], node_backends=backends,
                            max_steps=args.max_steps)
             events = run.sim.backend.read_events()
         finally:
@@ -202,7 +232,8 @@ def _sim(args: argparse.Namespace) -> int:
                                      run.sim.faults.of(wf))
                 trace.write(args.trace_dir / f"sim-seed{seed}-{wf}.ndjson", head, (e.line() for e in evs), store_seq=True)
         overlaps = run.sim.monitor.overlaps
-        unfinished = run.crashes == 0 and run.completed < args.workflows
+        # A flaky workflow out of retries ends FAILED, as it should (--fail-fraction).
+        unfinished = run.crashes == 0 and run.completed + run.dead_lettered < args.workflows
         bad += 1 if overlaps or unfinished or run.sim.errors else 0
         stalls = len(run.sim.stalls.stalled) if run.sim.stalls is not None else 0
         signals = "scheduler" if gates.force_signal_workflow_exec_in_scheduler else "in-memory"

@@ -86,7 +86,7 @@ class FaultLog:
 
 class Stalls:
     """A plan of injected stalls: the thread that is about to make a workflow's finishing
-    write (`remove`) stalls first, once per workflow, for the planned time (a GC pause, a
+    write (`remove`, or the calls `ops` names for it) stalls first, once per workflow, for the planned time (a GC pause, a
     blocked thread, a slow disk between a handler's end and its last write).
 
     A stall past the lease lets another node lease the row; the stalled node's remove then
@@ -102,14 +102,17 @@ class Stalls:
 
     ops = ("remove",)
 
-    def __init__(self, plan: dict[str, int]) -> None:
+    def __init__(self, plan: dict[str, int], ops: dict[str, tuple[str, ...]] | None = None) -> None:
         self._left = {wf: ms for wf, ms in plan.items() if ms > 0}
+        # The calls a workflow's stall precedes, where not `ops` (a failing workflow's finishing
+        # write is a retry or a dead letter, not a remove).
+        self._ops = dict(ops or {})
         self._lock = threading.Lock()
         self.stalled: list[str] = []  # the workflows whose finishing thread stalled, in order
 
     def before(self, call: Any) -> int:
         """How long to stall before `call` (an `effects.Call`): its planned time once, else 0."""
-        if call.label not in self.ops or not call.subject:
+        if not call.subject or call.label not in self._ops.get(call.subject, self.ops):
             return 0
         with self._lock:
             ms = self._left.pop(call.subject, 0)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from impl.engine.effects import Call, Fiber
@@ -74,7 +75,7 @@ class ExecutionQueue:
             )
             return sched.schedule_in_memory(row, honour_check=self.gates.honour_check)
 
-        outcome: ScheduleOutcome | None = yield Call(backstop, "schedule_in_memory")
+        outcome: ScheduleOutcome | None = yield Call(backstop, "schedule_in_memory", request.task_id)
         if outcome is None:
             return Scheduled(None, False)
         return Scheduled(outcome.task, outcome.queued)
@@ -109,6 +110,20 @@ class ExecutionQueue:
             item = self._items.popleft()
             self._ids.discard(item.task.task_id)
             return item
+
+    def take_first(self, held: Callable[[str], bool]) -> QueuedTask | None:
+        """The first task whose id `held` does not hold back, removed from the queue.
+
+        A simulation's taker that is stuck on one copy (a planned stall: `sim.Simulation`'s
+        `take_stalls`) takes the next one meanwhile, as a pool's other threads would.
+        """
+        with self._cond:
+            for item in self._items:
+                if not held(item.task.task_id):
+                    self._items.remove(item)
+                    self._ids.discard(item.task.task_id)
+                    return item
+            return None
 
     def items(self) -> tuple[QueuedTask, ...]:
         """The tasks waiting here, in the order the taker takes them (a snapshot)."""

@@ -5,7 +5,8 @@ happen now, in a fixed order, and a seeded `random.Random` picks one:
 
     - a fiber whose next effect is a `Call` (a store transaction or read): run it;
     - a fiber whose `Sleep` is over: wake it;
-    - a node with a task in its queue: the taker takes it and starts a run fiber.
+    - a node with a task in its queue: the taker takes it and starts a run fiber (a copy a
+      planned take stall holds back waits, and the node's other copies are taken).
 
 The virtual clock moves only when nothing can happen now, to the earliest wake-up, so no fiber
 ever runs late (the model's `NoLongPauses`) unless a pause or crash is injected. The same seed
@@ -70,6 +71,7 @@ class Simulation:
         decisions: Any = None,
         node_backends: Mapping[str, Backend] | None = None,
         stalls: Stalls | None = None,
+        take_stalls: dict[str, int] | None = None,
     ) -> None:
         self.gates = gates or Gates()
         self.settings = settings or Settings()
@@ -95,6 +97,12 @@ class Simulation:
         # node goes on.
         self.stalls = stalls
         self.node_names = nodes
+        # Planned stalls of a taker on one copy (wf -> ms): the first time a copy of wf is
+        # queued on a node, that copy is not taken for so long (the thread meant for it is
+        # held up), so it waits queued, past its backstop lease if the stall is longer; the
+        # node's other copies are taken as usual.
+        self.take_stalls = dict(take_stalls or {})
+        self.held_copies: dict[tuple[str, str], int] = {}  # (node, wf) -> taken no sooner
         self.nodes = {
             n: Node(n, stores.get(n, self.store), self.clock, gates=self.gates, settings=self.settings, workflows=workflows,
                     monitor=self.monitor, faults=self.faults)
@@ -151,14 +159,31 @@ class Simulation:
             if f.wake_at <= now and isinstance(f.effect, Call | Sleep):
                 choices.append(("fiber", f))
         for n in self.node_names:
-            if self._usable(n) and len(self.nodes[n].queue):
+            if self._usable(n) and len(self.nodes[n].queue) and self._takeable(n, now):
                 choices.append(("take", n))
         return choices
+
+    def _held(self, node: str, now: int) -> Callable[[str], bool]:
+        """Whether a copy of a workflow queued on `node` is held back at `now` (a take stall)."""
+        return lambda wf: self.held_copies.get((node, wf), 0) > now
+
+    def _takeable(self, node: str, now: int) -> bool:
+        """Whether `node` has a queued copy its taker may take now (holding back a copy whose
+        planned take stall begins now)."""
+        ids = self.nodes[node].queue.ids()
+        if not self.take_stalls and not self.held_copies:
+            return True
+        for wf in sorted(ids & self.take_stalls.keys()):
+            self.held_copies[(node, wf)] = now + self.take_stalls.pop(wf)
+        held = self._held(node, now)
+        return any(not held(wf) for wf in ids)
 
     def _next_wake(self) -> int | None:
         times = [f.wake_at for f in self.fibers if not f.done and f.node not in self.crashed
                  and (isinstance(f.effect, Sleep) or (isinstance(f.effect, Call) and f.wake_at > self.clock.now_ms()))]
         times += [t for n, t in self.paused_until.items() if t > self.clock.now_ms() and n not in self.crashed]
+        times += [t for (n, wf), t in self.held_copies.items()
+                  if t > self.clock.now_ms() and n not in self.crashed and self.nodes[n].queue.contains(wf)]
         times = [max(t, self.clock.now_ms()) for t in times]
         return min(times) if times else None
 
@@ -188,7 +213,7 @@ class Simulation:
         self.steps += 1
         if kind == "take":
             node = self.nodes[what]
-            item = node.take()
+            item = node.queue.take_first(self._held(what, self.clock.now_ms())) if self.held_copies else node.take()
             if item is None:
                 raise EngineBug(f"{what}'s queue was listed as non-empty but gave nothing")
             self.spawn(what, node.run(item), f"run:{item.task.task_id}")
@@ -239,6 +264,7 @@ class Simulation:
                 f.gen.close()
                 f.done = True
         self.nodes[node].crash()
+        self.held_copies = {k: t for k, t in self.held_copies.items() if k[0] != node}  # its copies are gone
         if restart:
             if self._fetch_loops:
                 self.spawn(node, self.nodes[node].fetch_loop(), "fetch_loop")

@@ -19,7 +19,7 @@ from impl.engine.faults import Stalls
 from impl.engine.export import RunFigures, by_workflow, figures, render_workflow
 from impl.engine.model import Gates, Settings
 from impl.engine.sim import Simulation
-from impl.engine.workload import Item, plan, signaller, stale_stall_ms, starter
+from impl.engine.workload import Item, plan, restarter, signaller, stale_stall_ms, starter, take_stall_ms
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ class SimRun:
     crashes: int
     pauses: int
     traces: dict[str, str] = field(default_factory=dict)
+    dead_lettered: int = 0  # flaky workflows that ended FAILED (out of retries)
 
     @property
     def figures(self) -> RunFigures:
@@ -65,21 +66,30 @@ def simulate(
     long_fraction: float = 0.3,
     waiting_fraction: float = 0.5,
     stale_fraction: float = 0.0,
+    fail_fraction: float = 0.0,
+    grid_ms: int = 0,
+    take_stall_fraction: float = 0.0,
+    stranded_fraction: float = 0.0,
     max_steps: int = 200_000,
     decisions: Any = None,
 ) -> SimRun:
     """Run `workflows` approvals on `nodes` under `seed`; see the module docstring.
 
     `node_backends` gives each node its own connection to one store (as separate processes
-    would have); `backend` is then one of them, used for reads.
+    would have); `backend` is then one of them, used for reads. `fail_fraction`, `grid_ms`,
+    `take_stall_fraction` and `stranded_fraction` shape the plan (`workload.plan`): failing
+    handlers, times on the poll grid, a start's copy held queued for two leases, and a start
+    stalled between its writes while the other node recovers it.
     """
     settings = settings or Settings()
     items = plan(workflows, list(nodes), seed=seed, lease_ms=settings.lease_ms, spread_ms=2 * settings.lease_ms, long_fraction=long_fraction,
-                 waiting_fraction=waiting_fraction, stale_fraction=stale_fraction, stall_ms=stale_stall_ms(settings))
-    stalls = Stalls({i.wf: i.stall_finish_ms for i in items}) if stale_fraction > 0 else None
+                 waiting_fraction=waiting_fraction, stale_fraction=stale_fraction, stall_ms=stale_stall_ms(settings),
+                 fail_fraction=fail_fraction, max_retries=settings.max_retries, grid_ms=grid_ms,
+                 take_stall_fraction=take_stall_fraction, take_stall_ms=take_stall_ms(settings), stranded_fraction=stranded_fraction)
+    stalls = _stalls(items, settings) if stale_fraction > 0 or stranded_fraction > 0 else None
     sim = Simulation(
         backend or MemoryBackend(), nodes=nodes, seed=seed, gates=gates, settings=settings, decisions=decisions, stalls=stalls,
-        node_backends=node_backends,
+        node_backends=node_backends, take_stalls={i.wf: i.stall_take_ms for i in items if i.stall_take_ms},
     )
     fault_rng = random.Random(seed ^ 0x5EED)
 
@@ -88,7 +98,10 @@ def simulate(
 
     for item in items:
         sim.spawn(item.start_node, starter(sim.nodes[item.start_node], item, elapsed, wait_result=False), f"start:{item.wf}")
-        sim.spawn(item.signal_node, signaller(sim.nodes[item.signal_node], item, elapsed, poll_ms=settings.poll_interval_ms), f"signal:{item.wf}")
+        if item.restart_node:
+            sim.spawn(item.restart_node, restarter(sim.nodes[item.restart_node], item, elapsed), f"restart:{item.wf}")
+        if not item.fail_times:  # a flaky workflow has no signal
+            sim.spawn(item.signal_node, signaller(sim.nodes[item.signal_node], item, elapsed, poll_ms=settings.poll_interval_ms), f"signal:{item.wf}")
     wanted = {i.wf for i in items}
     crashes = pauses = 0
 
@@ -117,4 +130,22 @@ def simulate(
         for wf, evs in by_workflow(sim.backend.read_events()).items()
     }
     completed = sum(1 for i in sim.backend.list_instances() if i.status == "COMPLETED")
-    return SimRun(sim, items, completed, crashes, pauses, traces)
+    flaky = {i.wf for i in items if i.fail_times}  # only these may end FAILED: an approval never fails
+    dead = sum(1 for i in sim.backend.list_instances() if i.status == "FAILED" and i.wf in flaky)
+    return SimRun(sim, items, completed, crashes, pauses, traces, dead_lettered=dead)
+
+
+def _stalls(items: list[Item], settings: Settings) -> Stalls:
+    """The planned stalls of calls: a finishing write (a remove, or a failing workflow's retry or
+    dead letter: the one its last failing delivery makes) or the second write of a start."""
+    plan: dict[str, int] = {}
+    ops: dict[str, tuple[str, ...]] = {}
+    for i in items:
+        if i.stall_start_ms:
+            plan[i.wf], ops[i.wf] = i.stall_start_ms, ("schedule_in_memory",)
+        elif i.stall_finish_ms and i.fail_times:
+            last = "mark_failed" if i.fail_times >= settings.max_retries else "reschedule_retry"
+            plan[i.wf], ops[i.wf] = i.stall_finish_ms, (last,)
+        elif i.stall_finish_ms:
+            plan[i.wf] = i.stall_finish_ms
+    return Stalls(plan, ops)

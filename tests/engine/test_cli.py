@@ -141,6 +141,31 @@ def test_engine_sim_refuses_a_bad_budget_or_store(capsys, args: list[str]) -> No
     assert "--max-steps" in err or "is not sqlite:///PATH" in err
 
 
+def test_engine_sim_with_the_paths_options_runs_fails_and_recovers_and_writes_the_same_traces(capsys, tmp_path: Path) -> None:
+    # The options mutants/engine.yaml's traces check adds: failing handlers, the poll grid,
+    # copies held queued, stranded starts. Exit 0: a dead-lettered flaky workflow is finished.
+    args = ["engine", "sim", "--seeds", "2", "--first-seed", "201", "--fail-fraction", "0.5", "--grid-ms", "50",
+            "--take-stall-fraction", "0.5", "--stranded-fraction", "0.25", "--stale-fraction", "1.0", "--pause-rate", "0"]
+    for d in ("a", "b"):
+        assert main([*args, "--trace-dir", str(tmp_path / d)]) == 0
+    capsys.readouterr()
+    a = {p.name: p.read_bytes() for p in (tmp_path / "a").glob("*.ndjson")}
+    b = {p.name: p.read_bytes() for p in (tmp_path / "b").glob("*.ndjson")}
+    assert len(a) == 16 and a == b
+    check_traces(tmp_path / "a", 16)
+    text = b"".join(a.values())
+    assert b'"op": "mark_failed"' in text and b'"op": "reschedule_retry", "outcome": "rescheduled"' in text
+
+
+@pytest.mark.parametrize("args", [["--fail-fraction", "1.5"], ["--fail-fraction", "x"], ["--grid-ms", "-1"],
+                                  ["--take-stall-fraction", "-0.1"], ["--stranded-fraction", "2"]])
+def test_engine_sim_refuses_a_bad_fraction_or_grid(capsys, args: list[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["engine", "sim", "--seeds", "1", *args])
+    assert exc.value.code == 2
+    assert args[0] in capsys.readouterr().err
+
+
 def test_engine_sim_fails_with_the_fix_off(capsys) -> None:
     code = main(["engine", "sim", "--seeds", "3", "--gate-off", "HONOUR_CHECK",
                  "--gate-off", "FORCE_SIGNAL_WORKFLOW_EXEC_IN_SCHEDULER"])

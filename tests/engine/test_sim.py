@@ -186,3 +186,82 @@ def test_the_threads_driver_stalls_before_the_planned_call_once() -> None:
     drive(fiber(), lambda ms: slept.append((ms, list(calls))), Stalls({"wf": 700}).before)
     assert slept == [(700, ["renew"])]  # before the first remove, and only then
     assert calls == ["renew", "remove", "remove"]
+
+
+# -- the workload options that reach the retry, boundary, held-copy and stranded-start paths --
+
+PATHS = dict(fail_fraction=0.5, grid_ms=50, take_stall_fraction=0.5, stranded_fraction=0.25, stale_fraction=1.0)
+
+
+def _events(run) -> list[dict]:
+    import json
+
+    return [json.loads(line) for text in run.traces.values() for line in text.splitlines()
+            if json.loads(line)["kind"] == "event"]
+
+
+def test_the_plan_is_the_same_whatever_the_new_fractions_save_their_fields() -> None:
+    from dataclasses import replace
+
+    from impl.engine.workload import plan
+
+    plain = plan(40, ["n1", "n2"], seed=3, lease_ms=1000)
+    more = plan(40, ["n1", "n2"], seed=3, lease_ms=1000, fail_fraction=0.5, take_stall_fraction=0.5,
+                take_stall_ms=2000, stranded_fraction=0.5, stall_ms=1150)
+    assert any(i.fail_times for i in more) and any(i.stall_take_ms for i in more) and any(i.restart_node for i in more)
+    blank = dict(fail_times=0, stall_take_ms=0, stall_start_ms=0, restart_node="", restart_at_ms=0, signal_at_ms=0)
+    assert [replace(i, **blank) for i in more] == [replace(i, signal_at_ms=0) for i in plain]
+    # The grid rounds the times down to it, and changes nothing else.
+    grid = plan(40, ["n1", "n2"], seed=3, lease_ms=1000, grid_ms=50)
+    assert all(g.start_at_ms == p.start_at_ms - p.start_at_ms % 50 and g.signal_at_ms % 50 == 0 for g, p in zip(grid, plain))
+    assert [replace(g, start_at_ms=0, signal_at_ms=0) for g in grid] == [replace(p, start_at_ms=0, signal_at_ms=0) for p in plain]
+
+
+def test_failing_handlers_are_retried_and_dead_lettered_without_overlaps() -> None:
+    runs = [simulate(seed=s, workflows=8, fail_fraction=0.5) for s in range(4)]
+    assert all(r.sim.monitor.overlaps == 0 and r.sim.errors == [] for r in runs)
+    assert all(r.completed + r.dead_lettered == 8 for r in runs)
+    seen = {(e["op"], e["outcome"]) for r in runs for e in _events(r)}
+    assert {("reschedule_retry", "rescheduled"), ("mark_failed", "failed")} <= seen
+    # A dead letter comes only once the task has had max_retries deliveries.
+    assert all(e["state"]["task"]["retry_count"] >= Settings().max_retries
+               for r in runs for e in _events(r) if (e["op"], e["outcome"]) == ("mark_failed", "failed"))
+
+
+def test_the_paths_options_reach_a_stale_retry_a_held_copy_and_a_recovered_start() -> None:
+    runs = [simulate(seed=s, workflows=8, **PATHS) for s in range(200, 206)]
+    assert all(r.sim.monitor.overlaps == 0 and r.sim.errors == [] for r in runs)
+    events = [e for r in runs for e in _events(r)]
+    outcomes = {(e["op"], e["outcome"]) for e in events}
+    # A stalled retry or dead letter meets another lease.
+    assert ("reschedule_retry", "conflict") in outcomes and ("mark_failed", "conflict") in outcomes
+    # A copy held queued past its lease runs on the workflow another node finished.
+    assert any(e["op"] == "run_start" and e["args"]["source"] == "memory" and e["state"]["instance"]["status"] == "COMPLETED"
+               for e in events)
+    # A stranded start recovered by the other node, with a row due a lease later.
+    lease = Settings().lease_ms
+    recovered = [b for a, b in zip(events, events[1:])
+                 if (a["op"], a["outcome"]) == ("create_instance", "exists") and b["op"] == "schedule" and b["wf"] == a["wf"]]
+    assert recovered and all(b["args"]["run_after"] == b["now"] + lease for b in recovered)
+    # On the grid, a fetch lands in the very millisecond a lease ends.
+    assert any(e["op"] == "fetch" and e["now"] % 50 == 0 for e in events)
+
+
+def test_the_paths_options_keep_the_simulation_deterministic() -> None:
+    a = simulate(seed=201, workflows=8, **PATHS)
+    b = simulate(seed=201, workflows=8, **PATHS)
+    assert a.traces == b.traces
+
+
+def test_a_held_copy_holds_back_only_itself() -> None:
+    from impl.engine.sim import Simulation
+
+    sim = Simulation(seed=0, fetch_loops=False, take_stalls={"wf1": 700})
+    for wf in ("wf1", "wf2"):
+        sim.spawn("n1", sim.nodes["n1"].start(wf, "approval", {"approved": True}), f"start:{wf}")
+    done = lambda wf: next((i for i in sim.backend.list_instances() if i.wf == wf and i.terminal), None)  # noqa: E731
+    queued = lambda: sim.nodes["n1"].queue.contains("wf1")  # noqa: E731
+    # wf2's copy is taken and run at once while wf1's waits queued.
+    assert sim.run_until(lambda: done("wf2") is not None and queued()) and sim.clock.now_ms() == 0
+    assert done("wf1") is None
+    assert sim.run_until(lambda: done("wf1") is not None) and sim.clock.now_ms() == 700
