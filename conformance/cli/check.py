@@ -42,6 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--itf", type=Path, metavar="FILE",
                    help="also write each counterexample in the ITF JSON trace format: to FILE when the run has one, "
                         "else to FILE's name with the model's inserted (out.itf.json -> out.MODEL.itf.json)")
+    p.add_argument("--html", type=Path, metavar="DIR",
+                   help="also write a report page to DIR/index.html: the table, and every counterexample as swimlanes")
+    p.add_argument("--full", action="store_true", help="in the terminal, show every variable of each state, not only what changed")
     p.add_argument("-j", "--jobs", type=int, default=None, help="models checked at once (default: 1 per 2 cores, at least 1)")
     p.add_argument("-w", "--workers", type=int, default=None, help="TLC workers per model (default: cores / jobs)")
     p.add_argument("--keep", type=Path, metavar="DIR", help="keep each model's cfg and raw TLC output in DIR")
@@ -169,6 +172,11 @@ def run(args: argparse.Namespace) -> int:
     if args.itf:
         for path in write_itf(args.itf, outcomes):
             print(f"ITF counterexample: {path}", file=sys.stderr if args.json else sys.stdout)
+    if args.html:
+        from conformance.report.html import model_sections, models_html, write_report
+
+        page = write_report(args.html, models_html(outcomes, model_sections(outcomes)))
+        print(f"HTML report: {page}", file=sys.stderr if args.json else sys.stdout)
     if args.json:
         json.dump(outcomes_json(outcomes, ws, passed), sys.stdout, indent=2)
         print()

@@ -1,0 +1,243 @@
+"""A failing behaviour as swimlanes: one lane per node and one for the store, one row per step,
+in each row only what changed. Pure: a counterexample or a rejected trace in, a `Swimlane` out;
+`svg.py` draws it, `table.py` prints it in the terminal.
+
+    step  action              n1                  n2                  store
+    1     Initial predicate   seen[n1] = 0        seen[n2] = 0        x = 0
+    2     Step(n1)            seen[n1]: 0 -> 1                        x: 0 -> 1
+    3  X  Step(n2)                                seen[n2]: 1 -> 2    x: 1 -> 2    <- BelowCap broken
+
+A TLC counterexample's lanes: a changed value goes to the lane of the first node key on its path
+(`queue[n1][w1]` to n1), everything else to the store. Nodes are the model's `Nodes` constant,
+so this works for any spec that indexes by node, and for one that does not (a store lane only).
+A rejected trace's lanes are the header's `nodes`: each event's own fields in its node's lane,
+the durable state it left, diffed with the one before, in the store's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from conformance.output.counterexample import Counterexample
+from conformance.output.values import FrozenDict, format_value
+from conformance.traces.trace import Trace, TraceVerdict
+
+STORE = "store"
+_MISSING = object()  # a key absent on one side of a diff
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Trace fields every event has, shown as the row's action or not at all (seq is the row's number).
+_EVENT_FRAME = ("kind", "seq", "node", "op", "outcome", "state")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One value that changed in a step: where (`queue[n1][w1]`), before (None: it is new), after."""
+
+    path: str
+    before: str | None
+    after: str
+
+    def text(self) -> str:
+        """`path = after` for a new value, `path: before -> after` for a changed one."""
+        if self.before is None:
+            return f"{self.path} = {self.after}"
+        return f"{self.path}: {self.before} \u2192 {self.after}"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One step: its number (a state's index, a trace's seq), the action that took it, and per
+    lane what changed (`cells`, in lane order; a lane with nothing is absent). `marked` is the
+    step where the property broke or the first trace line no behaviour explains, `note` why."""
+
+    number: int
+    action: str
+    cells: tuple[tuple[str, tuple[Change, ...]], ...]
+    marked: bool = False
+    note: str = ""
+
+    def cell(self, lane: str) -> tuple[Change, ...]:
+        """What changed in `lane` at this step (empty when nothing did)."""
+        return dict(self.cells).get(lane, ())
+
+
+@dataclass(frozen=True)
+class Swimlane:
+    """A behaviour as lanes and rows.
+
+    `loop_to` is the row (0-based) a liveness counterexample's lasso goes back to, closed by
+    `loop_action`; `stutters` that it ends by stuttering forever.
+    """
+
+    title: str
+    lanes: tuple[str, ...]
+    rows: tuple[Row, ...]
+    loop_to: int | None = None
+    loop_action: str | None = None
+    stutters: bool = False
+
+    @property
+    def marked(self) -> Row | None:
+        """The marked row, if any."""
+        return next((r for r in self.rows if r.marked), None)
+
+
+def _key_text(key: Any) -> str:
+    # A record's field reads `.field`; a function's argument `[n1]`.
+    if type(key) is str and _IDENT.match(key):
+        return f".{key}"
+    return f"[{format_value(key)}]"
+
+
+def diff_values(before: Any, after: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], Any, Any]]:
+    """Every leaf that differs between two values, as (keys on the way, before, after).
+
+    Records and functions are walked key by key, so that one changed slot of a big function is
+    one change, not the whole function; any other value that differs is one leaf. `_MISSING` on
+    one side means the key is absent there.
+
+    >>> diff_values(FrozenDict({"n1": 1, "n2": 0}), FrozenDict({"n1": 2, "n2": 0}))
+    [(('n1',), 1, 2)]
+    """
+    if before == after:
+        return []
+    if isinstance(before, Mapping) and isinstance(after, Mapping):
+        out: list[tuple[tuple[Any, ...], Any, Any]] = []
+        keys = list(before) + [k for k in after if k not in before]
+        for k in keys:
+            out += diff_values(before.get(k, _MISSING), after.get(k, _MISSING), path + (k,))
+        return out
+    return [(path, before, after)]
+
+
+def _show(v: Any) -> str:
+    return "(absent)" if v is _MISSING else format_value(v)
+
+
+def _lane_of(keys: Iterable[Any], nodes: frozenset[str]) -> str:
+    return next((str(k) for k in keys if isinstance(k, str) and str(k) in nodes), STORE)
+
+
+def _split(value: Any, nodes: frozenset[str]) -> list[tuple[tuple[Any, ...], Any]]:
+    # A function over nodes is shown one node at a time, each part in its node's lane.
+    if isinstance(value, Mapping) and any(isinstance(k, str) and str(k) in nodes for k in value):
+        return [((k,), v) for k, v in value.items()]
+    return [((), value)]
+
+
+def changes_of(before: Mapping[str, Any] | None, after: Mapping[str, Any], nodes: frozenset[str],
+               full: bool = False) -> dict[str, list[Change]]:
+    """Per lane, the changes from `before` to `after` (a state's variables).
+
+    With no `before` (a first state) every value is new, a function over nodes split into one
+    entry per node. With `full`, the unchanged variables are listed too, as plain values (for
+    the terminal's `--full`).
+    """
+    lanes: dict[str, list[Change]] = {}
+
+    def add(keys: tuple[Any, ...], name: str, old: str | None, new: str) -> None:
+        path = name + "".join(_key_text(k) for k in keys)
+        lanes.setdefault(_lane_of(keys, nodes), []).append(Change(path, old, new))
+
+    for name, value in after.items():
+        diffs = [] if before is None else diff_values(before.get(name, _MISSING), value)
+        for keys, old, new in diffs:
+            add(keys, name, _show(old), _show(new))
+        if before is None or (full and not diffs):
+            for keys, v in _split(value, nodes):
+                add(keys, name, None, _show(v))
+    return lanes
+
+
+def _cells(lanes: tuple[str, ...], by_lane: Mapping[str, list[Change]]) -> tuple[tuple[str, tuple[Change, ...]], ...]:
+    return tuple((lane, tuple(by_lane[lane])) for lane in lanes if by_lane.get(lane))
+
+
+# Names each transition from the states on both sides; None where it cannot (the label is used).
+ActionNamer = Callable[[Counterexample], dict[int, str] | None]
+
+
+def counterexample_swimlane(cx: Counterexample, nodes: Iterable[str] = (), *, title: str = "",
+                            note: str | None = None, namer: ActionNamer | None = None,
+                            full: bool = False) -> Swimlane:
+    """The swimlanes of a TLC counterexample.
+
+    `nodes` are the node lanes (the model's `Nodes`), `note` says what broke at the last state
+    (which is marked; none is without a note), `namer` may name the actions better than TLC's labels
+    (`CallerStep` -> `Schedule(n1, w1)`: `conformance/replay/map.py` does so for our specs).
+
+    >>> from conformance.output.counterexample import State
+    >>> cx = Counterexample((State(1, "Initial predicate", None, {"x": 0}), State(2, "Step", None, {"x": 1})))
+    >>> [r.cell("store")[0].text() for r in counterexample_swimlane(cx, note="Cap broken").rows]
+    ['x = 0', 'x: 0 \u2192 1']
+    """
+    node_set = frozenset(str(n) for n in nodes)
+    lanes = tuple(sorted(node_set)) + (STORE,)
+    names = (namer(cx) if namer else None) or {}
+    rows: list[Row] = []
+    previous: Mapping[str, Any] | None = None
+    last = len(cx.states) - 1
+    for i, s in enumerate(cx.states):
+        by_lane = changes_of(previous, s.variables, node_set, full=full)
+        marked = i == last and note is not None
+        rows.append(Row(s.index, names.get(s.index, s.action), _cells(lanes, by_lane), marked, note if marked and note else ""))
+        previous = s.variables
+    loop_to = None
+    if cx.back_to is not None:
+        loop_to = next((i for i, s in enumerate(cx.states) if s.index == cx.back_to), None)
+    return Swimlane(title, lanes, tuple(rows), loop_to, cx.back_action, cx.stutters)
+
+
+def _event_action(event: Mapping[str, Any]) -> str:
+    op = str(event.get("op", "?"))
+    return f"{op} \u2192 {event['outcome']}" if event.get("outcome") is not None else op
+
+
+def trace_swimlane(trace: Trace, verdict: TraceVerdict, *, title: str = "") -> Swimlane:
+    """The swimlanes of a rejected trace: its events up to and including the rejected line.
+
+    Lanes are the header's `nodes` and the store; an event's own fields (ids, arguments, its
+    time) go to its node's lane, the durable state it left (diffed with the last one) to the
+    store's. The rejected line is marked with what disagrees (`verdict.diffs`).
+    """
+    nodes = tuple(str(n) for n in trace.header.get("nodes") or ())
+    lanes = tuple(dict.fromkeys(nodes)) + (STORE,)
+    rows: list[Row] = []
+    state: Mapping[str, Any] | None = None
+    for event in trace.events:
+        seq = event.get("seq")
+        node = str(event.get("node", STORE))
+        lane = node if node in lanes else STORE
+        by_lane: dict[str, list[Change]] = {}
+        own = [Change(k, None, _trace_value(v)) for k, v in event.items() if k not in _EVENT_FRAME]
+        if own:
+            by_lane[lane] = own
+        new_state = event.get("state")
+        if isinstance(new_state, Mapping):
+            for path, old, new in diff_values(state if state is not None else {}, new_state):
+                shown = Change("".join(_key_text(k) for k in path).lstrip("."), None if old is _MISSING else _trace_value(old),
+                               _trace_value(new))
+                by_lane.setdefault(STORE, []).append(shown)
+            state = new_state
+        marked = verdict.line is not None and seq == verdict.line
+        note = ""
+        if marked:
+            why = [d.describe() for d in verdict.diffs]
+            note = f"no behaviour explains line {seq}" + (f": {'; '.join(why)}" if why else "")
+        rows.append(Row(int(seq) if isinstance(seq, int) else len(rows) + 1,
+                        f"{node}: {_event_action(event)}", _cells(lanes, by_lane), marked, note))
+        if marked:
+            break
+    return Swimlane(title, lanes, tuple(rows))
+
+
+def _trace_value(v: Any) -> str:
+    # Trace fields are JSON: shown as JSON, not as TLA+.
+    import json
+
+    if v is _MISSING:
+        return "(absent)"
+    return json.dumps(v, sort_keys=True, ensure_ascii=False)
