@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(outcomes_json(outcomes, ws, passed), sys.stdout, indent=2)
         print()
     else:
-        print_report(console, outcomes)
+        print_report(console, outcomes, full=args.full)
         console.print(witness_table(ws))
         if missing:
             names = ", ".join(f"{w.module} {w.property}" for w in missing)

@@ -12,8 +12,6 @@ may name actions with the replay maps; rendering (`models_html`, `traces_html`) 
 
 from __future__ import annotations
 
-import importlib
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,17 +19,12 @@ from typing import Any
 from markupsafe import Markup
 
 from conformance.check.compare import Outcome, actual_label
-from conformance.models.model import Model
-from conformance.output.counterexample import Counterexample
-from conformance.output.verdict import Kind, PropertyKind, Verdict
 from conformance.report.definition import property_definition
+from conformance.report.lanes import model_swimlane
 from conformance.report.svg import environment, swimlane_svg
-from conformance.report.swimlane import Swimlane, counterexample_swimlane, trace_swimlane
+from conformance.report.swimlane import Swimlane, trace_swimlane
 from conformance.traces.system import System
 from conformance.traces.trace import Trace, TraceKind, TraceVerdict
-
-log = logging.getLogger(__name__)
-
 
 @dataclass(frozen=True)
 class Section:
@@ -55,56 +48,6 @@ class TableRow:
     anchor: str | None = None
 
 
-def nodes_of(model: Model) -> tuple[str, ...]:
-    """The node lanes of a model: its `Nodes` constant when it is a set of model values."""
-    c = model.constants.get("Nodes")
-    if c is None or c.kind != "model_values":
-        return ()
-    return tuple(str(n) for n in c.value)
-
-
-def _namer(model: Model, verdict: Verdict) -> Any:
-    """A namer for the spec's actions where a replay map reads this module (our engine, queue
-    and command specs); None for any other spec, whose TLC labels are used as they are."""
-    from conformance.replay.run import ADAPTERS, plain_states
-    from conformance.report.json_report import verdict_json
-
-    if model.module not in ADAPTERS:
-        return None
-
-    def name(cx: Counterexample) -> dict[int, str] | None:
-        try:
-            mapper = importlib.import_module(ADAPTERS[model.module][0])
-            constants = {k: c.value for k, c in model.constants.items()}
-            sched = mapper.schedule_of(model.name, plain_states(verdict_json(verdict)), constants)
-        except Exception:  # naming is a nicety: a transition no map explains keeps TLC's label
-            log.debug("no action names for %s", model.name, exc_info=True)
-            return None
-        out = {}
-        for s in sched.steps:
-            args = ", ".join(str(a) for a in (s.node, s.wf, s.slot) if a)
-            out[s.state] = f"{s.action}({args})" if args else s.action
-        return out
-
-    return name
-
-
-def broken_note(v: Verdict) -> str:
-    """What the marked step says: which property broke there, and how."""
-    prop = v.property or (v.property_kind.value if v.property_kind else "a property")
-    cx = v.counterexample
-    if v.kind is Kind.DEADLOCK:
-        return "deadlock: no action is enabled in this state"
-    if v.property_kind is PropertyKind.TEMPORAL and cx is not None:
-        if cx.back_to is not None:
-            return f"{prop} broken: from here the behaviour loops back to state {cx.back_to} forever"
-        if cx.stutters:
-            return f"{prop} broken: the behaviour stutters here forever"
-    if v.property_kind is PropertyKind.ACTION:
-        return f"{prop} broken by this step"
-    return f"{prop} broken here"
-
-
 def model_sections(outcomes: list[Outcome]) -> list[Section]:
     """A section for every counterexample of the run (reads the specs for the definitions)."""
     out: list[Section] = []
@@ -112,8 +55,8 @@ def model_sections(outcomes: list[Outcome]) -> list[Section]:
         v = o.verdict
         if v.counterexample is None:
             continue
-        sl = counterexample_swimlane(v.counterexample, nodes_of(o.model), title=f"{o.model.name}: {v.summary()}",
-                                     note=broken_note(v), namer=_namer(o.model, v))
+        sl = model_swimlane(o)
+        assert sl is not None
         out.append(Section(f"model-{o.model.name}", o.model.name, v.summary(), sl,
                            property_definition(v.property, o.model.module_path),
                            (f"expected {o.model.expect.describe()}; {'PASS' if o.passed else 'FAIL'}",

@@ -3,12 +3,12 @@ in each row only what changed. Pure: a counterexample or a rejected trace in, a 
 `svg.py` draws it, `table.py` prints it in the terminal.
 
     step  action              n1                  n2                  store
-    1     Initial predicate   seen[n1] = 0        seen[n2] = 0        x = 0
-    2     Step(n1)            seen[n1]: 0 -> 1                        x: 0 -> 1
-    3  X  Step(n2)                                seen[n2]: 1 -> 2    x: 1 -> 2    <- BelowCap broken
+    1     Initial predicate   seen = 0            seen = 0            x = 0
+    2     Step(n1)            seen: 0 -> 1                            x: 0 -> 1
+    3  X  Step(n2)                                seen: 1 -> 2        x: 1 -> 2    <- BelowCap broken
 
 A TLC counterexample's lanes: a changed value goes to the lane of the first node key on its path
-(`queue[n1][w1]` to n1), everything else to the store. Nodes are the model's `Nodes` constant,
+(`queue[n1][w1]` to n1, shown there as `queue[w1]`), everything else to the store. Nodes are the model's `Nodes` constant,
 so this works for any spec that indexes by node, and for one that does not (a store lane only).
 A rejected trace's lanes are the header's `nodes`: each event's own fields in its node's lane,
 the durable state it left, diffed with the one before, in the store's.
@@ -69,7 +69,7 @@ class Swimlane:
     """A behaviour as lanes and rows.
 
     `loop_to` is the row (0-based) a liveness counterexample's lasso goes back to, closed by
-    `loop_action`; `stutters` that it ends by stuttering forever.
+    `loop_action` (defined at `loop_location`); `stutters` that it ends by stuttering forever.
     """
 
     title: str
@@ -78,6 +78,7 @@ class Swimlane:
     loop_to: int | None = None
     loop_action: str | None = None
     stutters: bool = False
+    loop_location: str | None = None  # where loop_action is defined (`Spinner.tla:7:9`)
 
     @property
     def marked(self) -> Row | None:
@@ -139,8 +140,12 @@ def changes_of(before: Mapping[str, Any] | None, after: Mapping[str, Any], nodes
     lanes: dict[str, list[Change]] = {}
 
     def add(keys: tuple[Any, ...], name: str, old: str | None, new: str) -> None:
-        path = name + "".join(_key_text(k) for k in keys)
-        lanes.setdefault(_lane_of(keys, nodes), []).append(Change(path, old, new))
+        lane = _lane_of(keys, nodes)
+        # In a node's lane its own key goes without saying: `queue[w1]` in n1's, not `queue[n1][w1]`.
+        shown = list(keys)
+        if lane != STORE:
+            shown.remove(next(k for k in keys if isinstance(k, str) and str(k) == lane))
+        lanes.setdefault(lane, []).append(Change(name + "".join(_key_text(k) for k in shown), old, new))
 
     for name, value in after.items():
         diffs = [] if before is None else diff_values(before.get(name, _MISSING), value)
@@ -188,7 +193,8 @@ def counterexample_swimlane(cx: Counterexample, nodes: Iterable[str] = (), *, ti
     loop_to = None
     if cx.back_to is not None:
         loop_to = next((i for i, s in enumerate(cx.states) if s.index == cx.back_to), None)
-    return Swimlane(title, lanes, tuple(rows), loop_to, cx.back_action, cx.stutters)
+    where = str(cx.back_location) if cx.back_location else None
+    return Swimlane(title, lanes, tuple(rows), loop_to, cx.back_action, cx.stutters, where)
 
 
 def _event_action(event: Mapping[str, Any]) -> str:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from conformance.check.compare import Outcome, actual_label
 from conformance.check.witness import Witness
-from conformance.output.counterexample import Counterexample
-from conformance.output.values import format_value
 from conformance.output.verdict import ErrorKind
+from conformance.report.lanes import model_swimlane
+from conformance.report.swimlane import STORE, Swimlane
 
 
 def _num(n: int | None) -> str:
@@ -61,31 +63,34 @@ def witness_table(ws: list[Witness]) -> Table:
     return table
 
 
-def counterexample_lines(cx: Counterexample, max_width: int = 160) -> list[str]:
-    """A counterexample as text: each state's action, then only the variables that changed."""
-    lines: list[str] = []
-    previous: dict[str, object] = {}
-    for s in cx.states:
-        where = f" ({s.location})" if s.location else ""
-        lines.append(f"  {s.index}: {s.action}{where}")
-        for name, value in s.variables.items():
-            if name not in previous or previous[name] != value:
-                text = format_value(value)
-                if len(text) > max_width:
-                    text = text[: max_width - 3] + "..."
-                lines.append(f"       {name} = {text}")
-        previous = s.variables
-    if cx.back_to is not None:
-        by = f" by {cx.back_action}" if cx.back_action else ""
-        where = f" ({cx.back_location})" if cx.back_location else ""
-        lines.append(f"  back to state {cx.back_to}{by}{where} (a loop)")
-    if cx.stutters:
-        lines.append("  then stutters forever")
-    return lines
+def counterexample_table(sl: Swimlane) -> Table:
+    """A counterexample's swimlanes as a terminal table: one row per step, one column per lane,
+    in each cell only what changed there (the marked step in red, with what broke)."""
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
+    table.add_column("step", justify="right", no_wrap=True)
+    table.add_column("action", overflow="fold")
+    for lane in sl.lanes:
+        table.add_column(lane, overflow="fold", style="dim" if lane == STORE else None)
+    for i, r in enumerate(sl.rows):
+        cells = [Text("\n".join(c.text() for c in r.cell(lane))) for lane in sl.lanes]
+        action = Text(r.action, style="bold")
+        number = Text(f"{r.number}" + (" ✗" if r.marked else ""), style="bold red" if r.marked else "")
+        if r.marked:
+            action.append(f"\n{r.note}", style="red")
+        if sl.loop_to is not None and i == len(sl.rows) - 1:
+            back = sl.rows[sl.loop_to].number
+            by = f" by {sl.loop_action}" if sl.loop_action else ""
+            where = f" ({sl.loop_location})" if sl.loop_location else ""
+            action.append(f"\n↺ back to state {back}{by}{where} (a loop)", style="magenta")
+        elif sl.stutters and i == len(sl.rows) - 1:
+            action.append("\n↺ stutters forever", style="magenta")
+        table.add_row(number, action, *cells, end_section=True)
+    return table
 
 
-def print_report(console: Console, outcomes: list[Outcome], show_counterexamples: bool = True) -> None:
-    """The table, then for every failing model why it failed (and its counterexample)."""
+def print_report(console: Console, outcomes: list[Outcome], show_counterexamples: bool = True, full: bool = False) -> None:
+    """The table, then for every failing model why it failed, and its counterexample as a table of
+    the steps showing only what changed (`full`: every variable)."""
     console.print(outcomes_table(outcomes))
     for o in outcomes:
         for note in o.model.notes:
@@ -98,9 +103,9 @@ def print_report(console: Console, outcomes: list[Outcome], show_counterexamples
             console.print(f"  - {m}", markup=False, highlight=False)
         if o.verdict.message and o.verdict.error_kind is not ErrorKind.MODEL_FILE:  # a refused file: said above
             console.print("  TLC said: " + o.verdict.message.strip().replace("\n", "\n    "), markup=False, highlight=False)
-        if show_counterexamples and o.verdict.counterexample:
-            for line in counterexample_lines(o.verdict.counterexample):
-                console.print(line, markup=False, highlight=False)
+        sl = model_swimlane(o, full=full) if show_counterexamples else None
+        if sl is not None:
+            console.print(counterexample_table(sl))
     passed = sum(o.passed for o in outcomes)
     colour = "green" if passed == len(outcomes) else "red"
     console.print(f"[{colour}]{passed} of {len(outcomes)} models gave their expected verdict[/]")
