@@ -112,3 +112,19 @@ def redis_url() -> str:
 def key_prefix() -> Iterator[str]:
     """A unique prefix for the Redis keys or SQL tables of one test, so tests never share state."""
     yield f"lp-test-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The path of a headless Chromium (Debian's `chromium` package): skipped with the reason
+    where it is absent, failed under CI=true (.ci/run installs it)."""
+    import shutil
+
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        found = shutil.which(name)
+        if found:
+            return found
+    reason = "no headless Chromium on PATH (chromium, chromium-browser, google-chrome): apt-get install chromium"
+    if in_ci():
+        pytest.fail(f"CI=true but {reason}", pytrace=False)
+    pytest.skip(reason)

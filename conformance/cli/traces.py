@@ -56,6 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                             "count toward the whole set's guard but need not meet it by themselves (a wall-clock run "
                             "whose interleavings no seed decides); their lines say so. Repeatable")
     check.add_argument("--json", action="store_true", help="print the verdicts as JSON")
+    check.add_argument("--junit", type=Path, metavar="FILE", help="also write the verdicts as JUnit XML to FILE, a test case per trace")
+    check.add_argument("--html", type=Path, metavar="DIR",
+                       help="also write a report page to DIR/index.html: the verdicts, and every rejected trace as swimlanes")
     check.add_argument("--batch-size", type=int, default=DEFAULT_BATCH, help=f"traces per TLC run (default {DEFAULT_BATCH})")
     check.add_argument("-w", "--workers", type=int, default=None, help="TLC workers (default: all cores)")
     check.add_argument("--keep", type=Path, metavar="DIR", help="keep the generated TLA+ modules in DIR")
@@ -113,6 +116,23 @@ def _per_source(args: argparse.Namespace, files: list[Path], items: list[Any], v
             if not args.json:
                 print(source_line(cov) + (" (counts toward the whole set only: --union-only)" if exempt else ""))
     return missed
+
+
+def _write_reports(args: argparse.Namespace, items: list[Any], verdicts: list[TraceVerdict],
+                   systems: dict[str, Any], summary: str) -> None:
+    """--junit FILE and --html DIR: the same verdicts as XML and as a page with swimlanes."""
+    where = sys.stderr if args.json else sys.stdout
+    if args.junit:
+        from conformance.report.junit import traces_junit_xml
+
+        args.junit.parent.mkdir(parents=True, exist_ok=True)
+        args.junit.write_text(traces_junit_xml(verdicts, failing_skips=skip_failures(verdicts, args.skip_ok) if args.fail_on_skip else []),
+                              encoding="utf-8")
+    if args.html:
+        from conformance.report.html import trace_sections, traces_html, write_report
+
+        page = write_report(args.html, traces_html(verdicts, trace_sections(items, verdicts, systems), summary))
+        print(f"HTML report: {page}", file=where)
 
 
 def run_lint(args: argparse.Namespace) -> int:
@@ -181,6 +201,8 @@ def run_check(args: argparse.Namespace) -> int:
         if bad_skips:
             print(f"--fail-on-skip: {len(bad_skips)} trace(s) skipped where none may be"
                   + (f" (allowed: {', '.join(args.skip_ok)})" if args.skip_ok else ""))
+
+    _write_reports(args, items, verdicts, systems, out["summary"])
 
     accepted = [i for i, v in zip(items, verdicts) if isinstance(i, Trace) and v.kind is TraceKind.ACCEPTED]
     in_scope = {i.system for i, v in zip(items, verdicts) if isinstance(i, Trace) and v.kind is not TraceKind.SKIPPED}

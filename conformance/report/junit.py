@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 
 from conformance.check.compare import Outcome, actual_label
 from conformance.output.verdict import Kind
+from conformance.traces.trace import TraceKind, TraceVerdict
 
 
 def junit_xml(outcomes: list[Outcome], suite_name: str = "leaseproof.models") -> str:
@@ -26,5 +27,32 @@ def junit_xml(outcomes: list[Outcome], suite_name: str = "leaseproof.models") ->
             node.text = o.verdict.message or o.verdict.summary()
         out = ET.SubElement(case, "system-out")
         out.text = f"expected {o.model.expect.describe()}; actual {o.verdict.summary()}; distinct states {o.verdict.stats.distinct_states}"
+    ET.indent(suite)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def traces_junit_xml(verdicts: list[TraceVerdict], failing_skips: list[TraceVerdict] = (),  # type: ignore[assignment]
+                     suite_name: str = "leaseproof.traces") -> str:
+    """A `<testsuite>` document, one test case per trace: a rejection is a failure (its message
+    the line and why), a malformed or inconclusive trace an error, a skip skipped with its reason
+    (a failure where --fail-on-skip fails it: `failing_skips`)."""
+    failing = {v.source for v in failing_skips}
+    errors = sum(v.kind in (TraceKind.MALFORMED, TraceKind.INCONCLUSIVE) for v in verdicts)
+    failures = sum(v.kind is TraceKind.REJECTED or v.source in failing for v in verdicts)
+    skipped = sum(v.kind is TraceKind.SKIPPED and v.source not in failing for v in verdicts)
+    suite = ET.Element("testsuite", {"name": suite_name, "tests": str(len(verdicts)), "failures": str(failures),
+                                     "errors": str(errors), "skipped": str(skipped)})
+    for v in verdicts:
+        path = v.source.replace("\\", "/")
+        folder, _, name = path.rpartition("/")
+        case = ET.SubElement(suite, "testcase", {"classname": folder.replace("/", ".").strip(".") or "traces", "name": name})
+        if v.kind is TraceKind.REJECTED or v.source in failing:
+            node = ET.SubElement(case, "failure", {"message": v.describe(), "type": v.kind.value})
+            # The message says it in one line; the body lists each field that disagrees.
+            node.text = "\n".join(f"{d.field}: spec {d.expected}, trace {d.logged}" for d in v.diffs) or v.describe()
+        elif v.kind in (TraceKind.MALFORMED, TraceKind.INCONCLUSIVE):
+            ET.SubElement(case, "error", {"message": v.describe(), "type": v.kind.value})
+        elif v.kind is TraceKind.SKIPPED:
+            ET.SubElement(case, "skipped", {"message": v.describe()})
     ET.indent(suite)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"

@@ -68,6 +68,7 @@ class Layout:
 
     width: float
     height: float
+    lanes_right: float  # the right edge of the last lane (a loop is drawn past it)
     lanes: tuple[tuple[str, float], ...]  # name, x of the lane's left edge
     rows: tuple[RowBox, ...]
     loop: tuple[float, float, float, str] | None  # x, y from (last row), y to, label
@@ -109,7 +110,8 @@ def layout(sl: Swimlane) -> Layout:
         loop = (lanes_right, last.y + last.height / 2, to.y + to.height / 2, _cut(label, int((LOOP_W - 54) / CHAR_W)))
     elif sl.stutters and rows:
         stutter = (lanes_right, rows[-1].y + rows[-1].height / 2)
-    return Layout(lanes_right + LOOP_W, y + PAD, tuple(zip(sl.lanes, lane_x)), tuple(rows), loop, stutter, sl.title)
+    width = lanes_right + (LOOP_W if loop or stutter else PAD)
+    return Layout(width, y + PAD, lanes_right, tuple(zip(sl.lanes, lane_x)), tuple(rows), loop, stutter, sl.title)
 
 
 @cache
