@@ -151,9 +151,13 @@ def changes_of(before: Mapping[str, Any] | None, after: Mapping[str, Any], nodes
         diffs = [] if before is None else diff_values(before.get(name, _MISSING), value)
         for keys, old, new in diffs:
             add(keys, name, _show(old), _show(new))
-        if before is None or (full and not diffs):
+        if before is None or full:
+            was = None if before is None else before.get(name, _MISSING)
             for keys, v in _split(value, nodes):
-                add(keys, name, None, _show(v))
+                # With `full`, what did not change is listed as it is (a changed part is above).
+                same = was is not None and (was.get(keys[0], _MISSING) if keys and isinstance(was, Mapping) else was) == v
+                if before is None or same:
+                    add(keys, name, None, _show(v))
     return lanes
 
 
