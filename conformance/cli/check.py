@@ -11,10 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 
 from conformance.check.compare import Outcome, refused
 from conformance.check.runner import Tlc, default_workers, invocation, workers_for
@@ -26,6 +27,8 @@ from conformance.models.model import Model, load_model
 from conformance.models.render import render_model
 from conformance.report.json_report import outcomes_json
 from conformance.report.junit import junit_xml
+from conformance.report.progress import columns as progress_columns
+from conformance.report.progress import progress_suffix
 from conformance.report.table import print_report, witness_table
 from conformance.tlc.command import shell_line, tlc_command
 
@@ -133,8 +136,8 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
     if not console.is_terminal:
         console = Console(stderr=args.json, width=max(console.width, 140))
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=console, transient=True, disable=not console.is_terminal) as progress:
+    start = time.monotonic()
+    with Progress(*progress_columns(), console=console, transient=True, disable=not console.is_terminal) as progress:
         task = progress.add_task(f"checking {len(models)} models", total=len(models) + len(bad))
         running: dict[str, int] = {}
 
@@ -151,12 +154,16 @@ def run(args: argparse.Namespace) -> int:
                 running[m.name] = distinct
                 show()
 
+        finished = [0]
+
         def done(o: Outcome) -> None:
             running.pop(o.model.name, None)
             progress.advance(task)
+            finished[0] += 1
             if not console.is_terminal and not args.json:  # a CI log: one line per model as it ends
                 mark = "PASS" if o.passed else "FAIL"
-                print(f"{mark} {o.model.name}: {o.verdict.summary()} ({o.verdict.stats.seconds:.1f} s)", flush=True)
+                so_far = progress_suffix(finished[0], len(models) + len(bad), time.monotonic() - start)
+                print(f"{mark} {o.model.name}: {o.verdict.summary()} ({o.verdict.stats.seconds:.1f} s; {so_far})", flush=True)
 
         for o in bad:
             done(o)

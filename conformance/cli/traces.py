@@ -13,15 +13,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from conformance.check.runner import Tlc
 from conformance.errors import LeaseproofError
 from conformance.report.trace_report import coverage_lines, mutation_lines, source_line, summary_line, verdict_json
-from conformance.traces.batch import TRACE_HEAP_MB
+from conformance.report.progress import ItemProgress
+from conformance.traces.batch import TRACE_HEAP_MB, Batch
 from conformance.traces.check import DEFAULT_BATCH, check_traces
 from conformance.traces.coverage import by_source, coverage, source_of
 from conformance.traces.read import DEFAULT_LIMITS, Limits, read_trace_file, trace_files
@@ -118,6 +123,17 @@ def _per_source(args: argparse.Namespace, files: list[Path], items: list[Any], v
     return missed
 
 
+@contextmanager
+def _progress(what: str) -> Iterator[dict[str, Any]]:
+    """Progress over TLC's batches (on stderr: stdout holds the verdicts): the `on_plan` and
+    `on_batch` hooks of `check_traces`, for its callers to pass on."""
+    with ItemProgress(what, 0, Console(stderr=True)) as p:
+        def batch(b: Batch) -> None:
+            p.advance(f"{what}: {len(b.traces)} {b.system.name} traces checked")
+
+        yield {"on_plan": p.set_total, "on_batch": batch}
+
+
 def _write_reports(args: argparse.Namespace, items: list[Any], verdicts: list[TraceVerdict],
                    systems: dict[str, Any], summary: str) -> None:
     """--junit FILE and --html DIR: the same verdicts as XML and as a page with swimlanes."""
@@ -172,7 +188,8 @@ def run_check(args: argparse.Namespace) -> int:
     items = [read_trace_file(p, limits=limits) for p in files]
     if args.self_test:
         present = {i.system for i in items if isinstance(i, Trace)}
-        corpus = check_corpus(args.root, systems, tlc, only=present, **opts)
+        with _progress("corpus batches") as p:
+            corpus = check_corpus(args.root, systems, tlc, only=present, **opts, **p)
         out["corpus"] = {"checked": corpus.checked, "problems": corpus.problems}
         if corpus.problems:
             if args.json:
@@ -185,7 +202,8 @@ def run_check(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"self-test: {corpus.checked} known traces got their known verdicts")
 
-    verdicts = check_traces(items, systems, tlc, keep_dir=args.keep, **opts)
+    with _progress("trace batches") as p:
+        verdicts = check_traces(items, systems, tlc, keep_dir=args.keep, **opts, **p)
     out["traces"] = [verdict_json(v) for v in verdicts]
     out["summary"] = summary_line(verdicts)
     failed |= any(v.kind in (TraceKind.REJECTED, TraceKind.MALFORMED, TraceKind.INCONCLUSIVE) for v in verdicts)
@@ -220,7 +238,8 @@ def run_check(args: argparse.Namespace) -> int:
         failed |= _per_source(args, files, items, verdicts, systems, out) and not args.no_coverage
 
     if args.self_test:
-        result = check_mutants(accepted, systems, tlc, **opts)
+        with _progress("mutant batches") as p:
+            result = check_mutants(accepted, systems, tlc, **opts, **p)
         out["mutants"] = {"total": result.total, "rejected": result.rejected,
                           "survivors": [{"operator": m.operator, "trace": m.original, "change": m.change, "verdict": v.describe()}
                                         for m, v in result.survivors],

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from conformance.mutate.catalogue import Catalogue, Check, Mutant, MutantError
 from conformance.mutate.matrix import BLIND, EQUIVALENT, ERROR, KILLED, SURVIVED, TIMEOUT, Cell, Row
+from conformance.report.progress import progress_suffix
 
 log = logging.getLogger(__name__)
 SKIP_DIRS = {"out", "__pycache__", "node_modules", "build", "dist"}
@@ -165,13 +167,17 @@ def run_matrix(cat: Catalogue, mutants: list[Mutant], checks: list[str], scratch
         if progress:
             progress(f"{cat.system}: check {name} fails on the unmutated source: {why}")
     done = [0]
+    start = time.monotonic()
+    lock = threading.Lock()
 
     def one(m: Mutant) -> Row:
         row = mutant_row(cat, m, checks, scratch, broken)
-        done[0] += 1
-        if progress:
-            cells = ", ".join(f"{k} {c.verdict}" for k, c in row.cells.items())
-            progress(f"[{done[0]}/{len(mutants)}] {cat.system}/{m.name}: {cells} ({row.seconds:.1f} s)")
+        with lock:  # mutants end in several threads: count and print one at a time
+            done[0] += 1
+            if progress:
+                cells = ", ".join(f"{k} {c.verdict}" for k, c in row.cells.items())
+                so_far = progress_suffix(done[0], len(mutants), time.monotonic() - start)
+                progress(f"[{done[0]}/{len(mutants)}] {cat.system}/{m.name}: {cells} ({row.seconds:.1f} s; {so_far})")
         return row
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

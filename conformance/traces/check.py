@@ -82,11 +82,14 @@ def check_traces(
     on_run: Callable[[Batch, Verdict], None] | None = None,
     jobs: int | None = None,
     heap_mb: int = TRACE_HEAP_MB,
+    on_plan: Callable[[int], None] | None = None,
+    on_batch: Callable[[Batch], None] | None = None,
 ) -> list[TraceVerdict]:
     """A verdict for every item (a read trace, or the verdict its reading already gave).
 
     Up to `jobs` TLC runs at once (default: one per core), each with `workers` TLC workers
-    (default: the cores left to it).
+    (default: the cores left to it). For progress, `on_plan` hears how many batches there are
+    and `on_batch` each batch whose verdicts are in, as it ends.
     """
     s = triage(items, systems)
     verdicts = dict(s.decided)
@@ -94,8 +97,17 @@ def check_traces(
     # Batches are independent TLC runs: run them side by side, one TLC worker per core each.
     jobs = max(1, min(jobs or default_workers(), len(batches)))
     per_run = workers or max(1, default_workers() // jobs)
+    if on_plan is not None:
+        on_plan(len(batches))
+
+    def one(b: Batch) -> list[TraceVerdict]:
+        result = _isolated(b, tlc, per_run, keep_dir, on_run, heap_mb)
+        if on_batch is not None:
+            on_batch(b)
+        return result
+
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for result in pool.map(lambda b: _isolated(b, tlc, per_run, keep_dir, on_run, heap_mb), batches):
+        for result in pool.map(one, batches):
             for v in result:
                 verdicts[v.source] = v
     order = [i.source for i in items]

@@ -168,3 +168,18 @@ def test_traces_check_html_and_junit_from_a_live_run(tmp_path: Path) -> None:
     assert page.count('<section class="failure"') == 2 and page.count('data-marked="true"') == 2
     suite = ET.parse(tmp_path / "junit.xml").getroot()
     assert suite.get("tests") == "4" and suite.get("failures") == "2"
+
+
+def test_progress_says_what_is_done_the_time_elapsed_and_an_estimate_of_what_is_left() -> None:
+    from conformance.report.progress import ItemProgress, estimate, progress_suffix
+
+    assert estimate(0, 4, 5.0) is None and estimate(1, 4, 10.0) == 30.0 and estimate(4, 4, 40.0) == 0.0
+    assert progress_suffix(1, 4, 10.0) == "1/4, 10 s elapsed, ~30 s left"
+    assert progress_suffix(4, 4, 95.0) == "4/4, 1:35 elapsed"  # nothing left to estimate
+    now = [0.0]
+    console = Console(width=200, record=True)
+    with ItemProgress("trace batches", 0, console, clock=lambda: now[0], lines=True) as p:
+        p.set_total(3)
+        now[0] = 6.0
+        p.advance("engine: 40 traces checked")
+    assert console.export_text().strip() == "engine: 40 traces checked (1/3, 6 s elapsed, ~12 s left)"
