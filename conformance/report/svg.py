@@ -22,13 +22,13 @@ import jinja2
 
 from conformance.report.swimlane import Change, Swimlane
 
-CHAR_W = 7.0  # the width of a character of the 12 px monospace font, near enough
+CHAR_W = 7.25  # the width of a character of the 12 px monospace font, near enough (a little over: highlights cover the text)
 LINE_H = 16
 PAD = 8
 HEAD_H = 30
 NUM_W = 56
 ACTION_W = 230
-LANE_W = 290
+LANE_W = 310
 NOTE_H = 20  # the marked row's line saying what broke
 LOOP_W = 220  # room on the right for a lasso's arrow and its label
 

@@ -23,6 +23,8 @@ import pytest
 from conformance.report.html import model_sections, models_html, write_report
 from toolkit.report_fixtures import CALIBRATIONS, saved_outcome
 
+pytestmark = pytest.mark.browser
+
 # Chromium's own background traffic (updates, sync, translation) kept out of the network log.
 QUIET = ["--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-default-apps", "--disable-extensions"]
