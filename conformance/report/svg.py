@@ -15,6 +15,7 @@ behaviour of any length; only the values that changed are drawn.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from functools import cache
 
@@ -28,7 +29,8 @@ PAD = 8
 HEAD_H = 30
 NUM_W = 56
 ACTION_W = 230
-LANE_W = 310
+LANE_W = 310  # at most: a longer change is cut, and whole in its tooltip
+LANE_MIN = 90
 NOTE_H = 20  # the marked row's line saying what broke
 LOOP_W = 220  # room on the right for a lasso's arrow and its label
 
@@ -58,7 +60,7 @@ class RowBox:
     height: float
     lines: tuple[Line, ...]
     marked: bool
-    note: str
+    note: tuple[str, ...]  # what broke, wrapped to the row's width
     note_full: str
 
 
@@ -80,28 +82,40 @@ def _cut(text: str, chars: int) -> str:
     return text if len(text) <= chars else text[: max(1, chars - 1)] + "\u2026"
 
 
+def lane_widths(sl: Swimlane) -> list[int]:
+    """Each lane's width, the same in every row: as wide as its longest change, between
+    LANE_MIN (a node that never changes, a short value) and LANE_W (longer is cut)."""
+    out = []
+    for lane in sl.lanes:
+        longest = max((len(c.text()) for r in sl.rows for c in r.cell(lane)), default=0)
+        text = max(longest, len(lane)) * CHAR_W + 2 * PAD + 4
+        out.append(int(min(LANE_W, max(LANE_MIN, text))))
+    return out
+
+
 def layout(sl: Swimlane) -> Layout:
     """Place every lane, row and change of `sl`."""
-    lane_x = [NUM_W + ACTION_W + i * LANE_W for i in range(len(sl.lanes))]
-    chars = int((LANE_W - 2 * PAD) / CHAR_W)
+    widths = lane_widths(sl)
+    lane_x = [NUM_W + ACTION_W + sum(widths[:i]) for i in range(len(sl.lanes))]
     action_chars = int((ACTION_W - 2 * PAD) / CHAR_W)
-    lanes_right = NUM_W + ACTION_W + len(sl.lanes) * LANE_W
+    lanes_right = NUM_W + ACTION_W + sum(widths)
     rows: list[RowBox] = []
     y = float(HEAD_H)
     for i, r in enumerate(sl.rows):
         lines: list[Line] = []
         tallest = 1
-        for lane, x in zip(sl.lanes, lane_x):
+        for lane, x, w in zip(sl.lanes, lane_x, widths):
             changes: tuple[Change, ...] = r.cell(lane)
+            chars = int((w - 2 * PAD) / CHAR_W)
             tallest = max(tallest, len(changes))
             for j, c in enumerate(changes):
                 shown = _cut(c.text(), chars)
                 lines.append(Line(x + PAD, y + PAD + (j + 1) * LINE_H - 4, shown, c.text(), c.before is not None,
                                   len(shown) * CHAR_W + 4))
-        height = tallest * LINE_H + 2 * PAD + (NOTE_H if r.marked else 0)
-        note_chars = int((lanes_right - NUM_W - 2 * PAD) / CHAR_W)
+        note = tuple(textwrap.wrap(r.note, int((lanes_right - NUM_W - 2 * PAD) / CHAR_W) - 2)) if r.marked else ()
+        height = tallest * LINE_H + 2 * PAD + NOTE_H * len(note)
         rows.append(RowBox(i, r.number, _cut(r.action, action_chars), r.action, y, height, tuple(lines), r.marked,
-                           _cut(r.note, note_chars), r.note))
+                           note, r.note))
         y += height
     loop = stutter = None
     if sl.loop_to is not None and rows:

@@ -15,7 +15,7 @@ from conformance.report.definition import property_definition
 from conformance.report.html import model_sections, models_html, trace_sections, traces_html
 from conformance.report.junit import traces_junit_xml
 from conformance.report.lanes import model_swimlane
-from conformance.report.svg import LANE_W, PAD, layout, swimlane_svg
+from conformance.report.svg import LANE_W, PAD, lane_widths, layout, swimlane_svg
 from conformance.report.table import counterexample_table
 from conformance.traces.trace import Diff, Trace, TraceKind, TraceVerdict
 from toolkit.report_fixtures import PROJECT, REPORT, ROOT, saved_outcome
@@ -67,7 +67,10 @@ def test_a_counterexample_of_23_states_stays_aligned_and_shows_only_changes() ->
     assert {ln.x - PAD for r in box.rows for ln in r.lines} <= lane_x
     assert all(a.y + a.height == b.y for a, b in zip(box.rows, box.rows[1:]))
     assert len({r.height for r in box.rows[1:-1]}) == 1  # the same height for the same shape
-    assert all(ln.width <= LANE_W - PAD for r in box.rows for ln in r.lines)
+    # No change runs past its lane, and no lane is wider than LANE_W (a longer change is cut).
+    width_at = {x: w for (_, x), w in zip(box.lanes, lane_widths(sl))}
+    assert all(ln.width <= width_at[ln.x - PAD] - PAD for r in box.rows for ln in r.lines)
+    assert all(w <= LANE_W for w in width_at.values())
     console = Console(width=120, record=True)
     console.print(counterexample_table(sl))
     out = console.export_text()
