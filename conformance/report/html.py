@@ -98,7 +98,7 @@ def trace_sections(items: list[Trace | TraceVerdict], verdicts: list[TraceVerdic
         system = systems.get(item.system)
         definition = property_definition(broken, system.spec_path) if system and broken else None
         out.append(Section(f"trace-{i}", v.source, v.describe(), sl, definition,
-                           tuple(f"{d.field}: spec {d.expected}, trace {d.logged}" for d in v.diffs)))
+                           tuple(d.describe() for d in v.diffs)))
     return out
 
 

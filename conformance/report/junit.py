@@ -49,7 +49,7 @@ def traces_junit_xml(verdicts: list[TraceVerdict], failing_skips: list[TraceVerd
         if v.kind is TraceKind.REJECTED or v.source in failing:
             node = ET.SubElement(case, "failure", {"message": v.describe(), "type": v.kind.value})
             # The message says it in one line; the body lists each field that disagrees.
-            node.text = "\n".join(f"{d.field}: spec {d.expected}, trace {d.logged}" for d in v.diffs) or v.describe()
+            node.text = "\n".join(d.describe() for d in v.diffs) or v.describe()
         elif v.kind in (TraceKind.MALFORMED, TraceKind.INCONCLUSIVE):
             ET.SubElement(case, "error", {"message": v.describe(), "type": v.kind.value})
         elif v.kind is TraceKind.SKIPPED:

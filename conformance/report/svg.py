@@ -28,7 +28,8 @@ LINE_H = 16
 PAD = 8
 HEAD_H = 30
 NUM_W = 56
-ACTION_W = 230
+ACTION_W = 330  # at most, as for a lane
+ACTION_MIN = 150
 LANE_W = 310  # at most: a longer change is cut, and whole in its tooltip
 LANE_MIN = 90
 NOTE_H = 20  # the marked row's line saying what broke
@@ -96,9 +97,10 @@ def lane_widths(sl: Swimlane) -> list[int]:
 def layout(sl: Swimlane) -> Layout:
     """Place every lane, row and change of `sl`."""
     widths = lane_widths(sl)
-    lane_x = [NUM_W + ACTION_W + sum(widths[:i]) for i in range(len(sl.lanes))]
-    action_chars = int((ACTION_W - 2 * PAD) / CHAR_W)
-    lanes_right = NUM_W + ACTION_W + sum(widths)
+    action_w = int(min(ACTION_W, max(ACTION_MIN, max((len(r.action) for r in sl.rows), default=0) * CHAR_W + 2 * PAD + 8)))
+    lane_x = [NUM_W + action_w + sum(widths[:i]) for i in range(len(sl.lanes))]
+    action_chars = int((action_w - 2 * PAD) / CHAR_W)
+    lanes_right = NUM_W + action_w + sum(widths)
     rows: list[RowBox] = []
     y = float(HEAD_H)
     for i, r in enumerate(sl.rows):
@@ -138,5 +140,5 @@ def environment() -> jinja2.Environment:
 def swimlane_svg(sl: Swimlane, element_id: str = "swimlane") -> str:
     """`sl` as an `<svg>` element (inline: for an HTML page, or a file of its own)."""
     return environment().get_template("swimlane.svg.j2").render(L=layout(sl), sl=sl, id=element_id,
-                                                                 NUM_W=NUM_W, ACTION_W=ACTION_W, LANE_W=LANE_W,
+                                                                 NUM_W=NUM_W, LANE_W=LANE_W,
                                                                  HEAD_H=HEAD_H, PAD=PAD, LINE_H=LINE_H, NOTE_H=NOTE_H, LOOP_W=LOOP_W)

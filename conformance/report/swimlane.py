@@ -222,14 +222,20 @@ def trace_swimlane(trace: Trace, verdict: TraceVerdict, *, title: str = "") -> S
         node = str(event.get("node", STORE))
         lane = node if node in lanes else STORE
         by_lane: dict[str, list[Change]] = {}
-        own = [Change(k, None, _trace_value(v)) for k, v in event.items() if k not in _EVENT_FRAME]
+        own = [Change(path, None, _trace_value(v)) for k, value in event.items() if k not in _EVENT_FRAME
+               for path, v in _leaves(k, value)]
         if own:
             by_lane[lane] = own
         new_state = event.get("state")
         if isinstance(new_state, Mapping):
             for path, old, new in diff_values(state if state is not None else {}, new_state):
-                shown = Change("".join(_key_text(k) for k in path).lstrip("."), None if old is _MISSING else _trace_value(old),
-                               _trace_value(new))
+                name = "".join(_key_text(k) for k in path).lstrip(".")
+                if isinstance(new, Mapping) and not isinstance(old, Mapping):
+                    # A record that appears (a task created): one line a field, not one long line.
+                    for sub, v in _leaves(name, new):
+                        by_lane.setdefault(STORE, []).append(Change(sub, None, _trace_value(v)))
+                    continue
+                shown = Change(name, None if old is _MISSING else _trace_value(old), _trace_value(new))
                 by_lane.setdefault(STORE, []).append(shown)
             state = new_state
         marked = verdict.line is not None and seq == verdict.line
@@ -242,6 +248,13 @@ def trace_swimlane(trace: Trace, verdict: TraceVerdict, *, title: str = "") -> S
         if marked:
             break
     return Swimlane(title, lanes, tuple(rows))
+
+
+def _leaves(name: str, value: Any) -> list[tuple[str, Any]]:
+    """A JSON value as (path, leaf) pairs: `args.workflow`, `args.version`; a leaf as itself."""
+    if isinstance(value, Mapping) and value:
+        return [pair for k, v in value.items() for pair in _leaves(f"{name}{_key_text(k)}", v)]
+    return [(name, value)]
 
 
 def _trace_value(v: Any) -> str:

@@ -143,7 +143,7 @@ def test_trace_verdicts_as_junit_one_case_a_trace() -> None:
     cases = {c.get("name"): c for c in suite}
     failure = cases["bad.ndjson"].find("failure")
     assert failure is not None and failure.get("message", "").startswith("rejected at event 3 (renew by w1)")
-    assert failure.text == "version: spec 3, trace 4" and cases["bad.ndjson"].get("classname") == "out.a"
+    assert failure.text == "version (spec 3, trace 4)" and cases["bad.ndjson"].get("classname") == "out.a"
     assert cases["ok.ndjson"].find("failure") is None and cases["cut.ndjson"].find("error") is not None
     strict = ET.fromstring(traces_junit_xml(verdicts, failing_skips=[verdicts[2]]).split("\n", 1)[1])
     assert strict.get("failures") == "2"
