@@ -12,7 +12,7 @@ from rich.console import Console
 
 from conformance.output.counterexample import Counterexample, State
 from conformance.report.definition import property_definition
-from conformance.report.html import model_sections, models_html, trace_sections, traces_html
+from conformance.report.html import trace_sections, traces_html
 from conformance.report.junit import traces_junit_xml
 from conformance.report.lanes import model_swimlane
 from conformance.report.svg import LANE_W, PAD, lane_widths, layout, swimlane_svg
