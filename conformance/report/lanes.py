@@ -18,12 +18,19 @@ from conformance.report.swimlane import Swimlane, counterexample_swimlane
 log = logging.getLogger(__name__)
 
 
+# The names specs give the set of their actors, in the order they are looked for: the engine's
+# Nodes, the queue's Consumers, the command layer's Workers, and the usual others.
+NODE_CONSTANTS = ("Nodes", "Consumers", "Workers", "Processes", "Procs", "Servers", "Clients", "Replicas")
+
+
 def nodes_of(model: Model) -> tuple[str, ...]:
-    """The node lanes of a model: its `Nodes` constant when it is a set of model values."""
-    c = model.constants.get("Nodes")
-    if c is None or c.kind != "model_values":
-        return ()
-    return tuple(str(n) for n in c.value)
+    """The node lanes of a model: the members of its first constant named as in NODE_CONSTANTS
+    that is a set of model values; none (a store lane only) when it has no such constant."""
+    for name in NODE_CONSTANTS:
+        c = model.constants.get(name)
+        if c is not None and c.kind == "model_values":
+            return tuple(str(n) for n in c.value)
+    return ()
 
 
 def _namer(model: Model, verdict: Verdict) -> Any:

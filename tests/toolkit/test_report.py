@@ -186,3 +186,14 @@ def test_progress_says_what_is_done_the_time_elapsed_and_an_estimate_of_what_is_
         now[0] = 6.0
         p.advance("engine: 40 traces checked")
     assert console.export_text().strip() == "engine: 40 traces checked (1/3, 6 s elapsed, ~12 s left)"
+
+
+def test_the_node_lanes_are_the_actors_of_each_spec() -> None:
+    from conformance.models.model import load_model
+    from conformance.report.lanes import nodes_of
+
+    lanes = {name: nodes_of(load_model(ROOT / "models" / f"{name}.yaml", (ROOT / "tla",)))
+             for name in ("engine/inmem_overlap_unguarded", "workqueue/no_owner_check", "command/no_terminal_check")}
+    assert lanes == {"engine/inmem_overlap_unguarded": ("n1", "n2"), "workqueue/no_owner_check": ("c1", "c2"),
+                     "command/no_terminal_check": ("w1", "w2")}
+    assert nodes_of(load_model(PROJECT / "models" / "lasso.yaml", (PROJECT / "tla",))) == ()  # a store lane only

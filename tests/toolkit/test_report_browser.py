@@ -112,6 +112,9 @@ def test_every_counterexample_has_its_swimlane_with_the_violation_marked_and_not
         marked = dom.within(sid, "g", **{"data-marked": "true"})
         assert [m["data-step"] for m in marked] == [str(cx.states[-1].index)], f"{name}: the violating step is not marked"
         assert dom.within(sid, "text", class_="note"), f"{name}: the marked step does not say what broke"
+    # Only the changes, highlighted: the ladder's 22 climbs change three values each.
+    assert len(dom.within("model-ladder", "rect", class_="changed")) == 22 * 3
+    assert len(dom.within("model-ladder", "text", class_="change")) == 4 + 22 * 3  # and its first state's four values
     assert dom.within("model-lasso", "g", class_="loop", **{"data-kind": "loop", "data-back-to": "1"})
     assert dom.within("model-temporal", "g", class_="loop", **{"data-kind": "stutter"})
     # The property's definition beside its swimlane, read from the module.
