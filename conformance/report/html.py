@@ -25,6 +25,7 @@ from conformance.report.swimlane import Swimlane, trace_swimlane
 from conformance.traces.system import System
 from conformance.traces.trace import Trace, TraceKind, TraceVerdict
 
+
 @dataclass(frozen=True)
 class Section:
     """One failing behaviour of the report: an anchor, a heading, what broke, its swimlanes, and
@@ -58,7 +59,7 @@ def model_sections(outcomes: list[Outcome]) -> list[Section]:
         assert sl is not None
         out.append(Section(f"model-{o.model.name}", o.model.name, v.summary(), sl,
                            property_definition(v.property, o.model.module_path),
-                           (f"expected {o.model.expect.describe()}; {'PASS' if o.passed else 'FAIL'}",
+                           (f"expected {o.model.expect.describe()}; {'PASS' if o.passed else 'FAIL'}", *o.mismatches,
                             f"model file {o.model.path}", o.model.why.strip())))
     return out
 
