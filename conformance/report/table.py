@@ -63,16 +63,20 @@ def witness_table(ws: list[Witness]) -> Table:
     return table
 
 
-def counterexample_table(sl: Swimlane) -> Table:
+def counterexample_table(sl: Swimlane, full: bool = False) -> Table:
     """A counterexample's swimlanes as a terminal table: one row per step, one column per lane,
-    in each cell only what changed there (the marked step in red, with what broke)."""
+    in each cell only what changed there (the marked step in red, with what broke). The first
+    state's values are cut to a line each (each change below says what it was before), unless
+    `full`."""
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
     table.add_column("step", justify="right", no_wrap=True)
     table.add_column("action", overflow="fold")
     for lane in sl.lanes:
         table.add_column(lane, overflow="fold", style="dim" if lane == STORE else None)
     for i, r in enumerate(sl.rows):
-        cells = [Text("\n".join(c.text() for c in r.cell(lane))) for lane in sl.lanes]
+        cut = i == 0 and not full
+        cells = [Text("\n".join(c.text() for c in r.cell(lane)), no_wrap=cut, overflow="ellipsis" if cut else "fold")
+                 for lane in sl.lanes]
         action = Text(r.action, style="bold")
         number = Text(f"{r.number}" + (" ✗" if r.marked else ""), style="bold red" if r.marked else "")
         if r.marked:
@@ -105,7 +109,7 @@ def print_report(console: Console, outcomes: list[Outcome], show_counterexamples
             console.print("  TLC said: " + o.verdict.message.strip().replace("\n", "\n    "), markup=False, highlight=False)
         sl = model_swimlane(o, full=full) if show_counterexamples else None
         if sl is not None:
-            console.print(counterexample_table(sl))
+            console.print(counterexample_table(sl, full=full))
     passed = sum(o.passed for o in outcomes)
     colour = "green" if passed == len(outcomes) else "red"
     console.print(f"[{colour}]{passed} of {len(outcomes)} models gave their expected verdict[/]")
