@@ -112,7 +112,7 @@ def layout(sl: Swimlane) -> Layout:
             tallest = max(tallest, len(changes))
             for j, c in enumerate(changes):
                 shown = _cut(c.text(), chars)
-                lines.append(Line(x + PAD, y + PAD + (j + 1) * LINE_H - 4, shown, c.text(), c.before is not None,
+                lines.append(Line(x + PAD, y + PAD + (j + 1) * LINE_H - 4, shown, c.text(), c.changed,
                                   len(shown) * CHAR_W + 4))
         note = tuple(textwrap.wrap(r.note, int((lanes_right - NUM_W - 2 * PAD) / CHAR_W) - 2)) if r.marked else ()
         height = tallest * LINE_H + 2 * PAD + NOTE_H * len(note)

@@ -34,11 +34,14 @@ _EVENT_FRAME = ("kind", "seq", "node", "op", "outcome", "state")
 
 @dataclass(frozen=True)
 class Change:
-    """One value that changed in a step: where (`queue[n1][w1]`), before (None: it is new), after."""
+    """One value shown in a step: where (`queue[n1][w1]`), before (None: not shown), after, and
+    whether it changed in this step (highlighted) or is a first value, an unchanged one (`--full`)
+    or an event's own argument."""
 
     path: str
     before: str | None
     after: str
+    changed: bool = True
 
     def text(self) -> str:
         """`path = after` for a new value, `path: before -> after` for a changed one."""
@@ -139,13 +142,13 @@ def changes_of(before: Mapping[str, Any] | None, after: Mapping[str, Any], nodes
     """
     lanes: dict[str, list[Change]] = {}
 
-    def add(keys: tuple[Any, ...], name: str, old: str | None, new: str) -> None:
+    def add(keys: tuple[Any, ...], name: str, old: str | None, new: str, changed: bool = True) -> None:
         lane = _lane_of(keys, nodes)
         # In a node's lane its own key goes without saying: `queue[w1]` in n1's, not `queue[n1][w1]`.
         shown = list(keys)
         if lane != STORE:
             shown.remove(next(k for k in keys if isinstance(k, str) and str(k) == lane))
-        lanes.setdefault(lane, []).append(Change(name + "".join(_key_text(k) for k in shown), old, new))
+        lanes.setdefault(lane, []).append(Change(name + "".join(_key_text(k) for k in shown), old, new, changed))
 
     for name, value in after.items():
         diffs = [] if before is None else diff_values(before.get(name, _MISSING), value)
@@ -157,7 +160,7 @@ def changes_of(before: Mapping[str, Any] | None, after: Mapping[str, Any], nodes
                 # With `full`, what did not change is listed as it is (a changed part is above).
                 same = was is not None and (was.get(keys[0], _MISSING) if keys and isinstance(was, Mapping) else was) == v
                 if before is None or same:
-                    add(keys, name, None, _show(v))
+                    add(keys, name, None, _show(v), changed=False)
     return lanes
 
 
@@ -222,20 +225,21 @@ def trace_swimlane(trace: Trace, verdict: TraceVerdict, *, title: str = "") -> S
         node = str(event.get("node", STORE))
         lane = node if node in lanes else STORE
         by_lane: dict[str, list[Change]] = {}
-        own = [Change(path, None, _trace_value(v)) for k, value in event.items() if k not in _EVENT_FRAME
+        own = [Change(path, None, _trace_value(v), changed=False) for k, value in event.items() if k not in _EVENT_FRAME
                for path, v in _leaves(k, value)]
         if own:
             by_lane[lane] = own
         new_state = event.get("state")
         if isinstance(new_state, Mapping):
+            first = state is None  # the first event's state: values, not changes
             for path, old, new in diff_values(state if state is not None else {}, new_state):
                 name = "".join(_key_text(k) for k in path).lstrip(".")
                 if isinstance(new, Mapping) and not isinstance(old, Mapping):
                     # A record that appears (a task created): one line a field, not one long line.
                     for sub, v in _leaves(name, new):
-                        by_lane.setdefault(STORE, []).append(Change(sub, None, _trace_value(v)))
+                        by_lane.setdefault(STORE, []).append(Change(sub, None, _trace_value(v), changed=not first))
                     continue
-                shown = Change(name, None if old is _MISSING else _trace_value(old), _trace_value(new))
+                shown = Change(name, None if first else _trace_value(old), _trace_value(new), changed=not first)
                 by_lane.setdefault(STORE, []).append(shown)
             state = new_state
         marked = verdict.line is not None and seq == verdict.line

@@ -75,8 +75,12 @@ def counterexample_table(sl: Swimlane, full: bool = False) -> Table:
         table.add_column(lane, overflow="fold", style="dim" if lane == STORE else None)
     for i, r in enumerate(sl.rows):
         cut = i == 0 and not full
-        cells = [Text("\n".join(c.text() for c in r.cell(lane)), no_wrap=cut, overflow="ellipsis" if cut else "fold")
-                 for lane in sl.lanes]
+        cells = []
+        for lane in sl.lanes:
+            cell = Text(no_wrap=cut, overflow="ellipsis" if cut else "fold")
+            for j, c in enumerate(r.cell(lane)):
+                cell.append(("\n" if j else "") + c.text(), style="" if c.changed or i == 0 else "dim")  # --full: unchanged dim
+            cells.append(cell)
         action = Text(r.action, style="bold")
         number = Text(f"{r.number}" + (" ✗" if r.marked else ""), style="bold red" if r.marked else "")
         if r.marked:

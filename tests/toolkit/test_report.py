@@ -128,6 +128,11 @@ def test_a_rejected_trace_is_drawn_up_to_its_rejected_line_in_its_nodes_lanes() 
     sl = section.swimlane
     assert sl.lanes == ("w1", EVIL, "store") and [r.number for r in sl.rows] == [1, 2]  # event 3 left out
     assert sl.rows[-1].marked and "no behaviour explains line 2" in sl.rows[-1].note
+    # The first event's state is its values, the next one's changes are changes (highlighted);
+    # an event's own fields are its arguments, never highlighted.
+    assert [c.changed for c in sl.rows[0].cell("store")] == [False, False]
+    assert [c.changed for c in sl.rows[1].cell("store")] == [True, True]
+    assert not any(c.changed for c in sl.rows[0].cell("w1"))
     assert texts(sl.rows[0].cell("w1")) == [f'job = "{EVIL}"'] and texts(sl.rows[1].cell("store")) == [f'owner: "w1" \u2192 "{EVIL}"',
                                                                                                       f'note: "{EVIL}" \u2192 (absent)']
 
