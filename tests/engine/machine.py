@@ -70,6 +70,10 @@ DRAIN_STEPS = 20_000
 # `fails` of a start: its handler raises on deliveries below this (a copy is delivery 0, the
 # n-th fetch delivery n): never, on the first delivery only, or always (the dead letter).
 FAILS = {"never": 0, "once": 1, "always": 1_000}
+# A handler's run time: none; half a lease, which ends before its first renewal (so a signal's
+# bump during the run is still unseen when it ends: a stale finish); one and a half leases,
+# which renews.
+LENGTHS = {"short": 0, "half": LEASE // 2, "long": 3 * LEASE // 2}
 
 
 def _failing_approval(state: dict[str, Any], ctx: RunContext) -> Step:
@@ -205,6 +209,10 @@ class EngineMachine(RuleBasedStateMachine):
         held = {c.task.task_id for n in NODES for c in self.sim.nodes[n].queue.items() if id(c) not in lost}
         return held | {f.label.removeprefix("run:") for f in self.sim.fibers if not f.done and f.label.startswith("run:")}
 
+    def _work_ready(self) -> bool:
+        """Whether a caller, a run or a queued copy could step now (not only a fetch loop's poll)."""
+        return any(kind == "take" or what.label != "fetch_loop" for kind, what in self.sim.choices())
+
     def _time_limit(self, rows: list[Task]) -> int | None:
         """The latest time the clock may move to (Engine's Tick: a lease a node holds does not
         lapse), or None if no held lease is ahead."""
@@ -220,21 +228,22 @@ class EngineMachine(RuleBasedStateMachine):
     # -- callers ---------------------------------------------------------------------------
 
     @precondition(lambda self: len(self.handles) < 3)
-    @rule(node=st.sampled_from(NODES), wf=st.sampled_from(WFS), long=st.booleans(), waits=st.booleans(),
-          fails=st.sampled_from(tuple(FAILS)))
-    def start(self, node: str, wf: str, long: bool, waits: bool, fails: str = "never") -> None:
-        """A caller on `node` starts `wf` in process (its handler long or short, waiting or not,
-        failing never, on its first delivery, or always)."""
+    @rule(node=st.sampled_from(NODES), wf=st.sampled_from(WFS), length=st.sampled_from(tuple(LENGTHS)),
+          waits=st.booleans(), fails=st.sampled_from(tuple(FAILS)))
+    def start(self, node: str, wf: str, length: str, waits: bool, fails: str = "never") -> None:
+        """A caller on `node` starts `wf` in process (its handler short, half a lease or one and a
+        half, waiting or not, failing never, on its first delivery, or always)."""
         if (node, wf) in self.handles or (node, "start", wf) in self.dead_callers:
             return
-        state: dict[str, Any] = {"work_ms": 3 * LEASE // 2 if long else 0, "approved": not waits}
+        state: dict[str, Any] = {"work_ms": LENGTHS[length], "approved": not waits}
         workflow = "approval"
         if FAILS[fails]:
             state["fail_below"], workflow = FAILS[fails], FAILING_APPROVAL.name
         self.handles[(node, wf)] = self.sim.spawn(node, self.sim.nodes[node].start(wf, workflow, state), f"start:{wf}")
-        self._log(node, f"start {wf}", ", ".join(["long" if long else "short"] + ["waits"] * waits
+        self._log(node, f"start {wf}", ", ".join([length] + ["waits"] * waits
                                                    + [f"fails {fails}"] * bool(FAILS[fails])))
 
+    @precondition(lambda self: bool(self.handles))
     @rule(node=st.sampled_from(NODES), wf=st.sampled_from(WFS))
     def signal(self, node: str, wf: str) -> None:
         """A caller on `node` signals `wf` in process (the engine's own path for the gates).
@@ -250,6 +259,7 @@ class EngineMachine(RuleBasedStateMachine):
 
     # -- nodes -----------------------------------------------------------------------------
 
+    @precondition(lambda self: any(kind == "fiber" for kind, _ in self.sim.choices()))
     @rule(node=st.sampled_from(NODES))
     def store_step(self, node: str) -> None:
         """`node`'s next pending store transaction (or a sleep that is over) runs."""
@@ -272,12 +282,14 @@ class EngineMachine(RuleBasedStateMachine):
         assert leases or not due, (f"FetchSeesDue: {node}'s fetch at {now} leased none of {due}, due by then, after\n"
                                    f"{self.example.schedule()}")
 
+    @precondition(lambda self: any(kind == "take" for kind, _ in self.sim.choices()))
     @rule(node=st.sampled_from(NODES))
     def take(self, node: str) -> None:
         """`node`'s taker hands its next queued task to a worker."""
         if self._pick(lambda kind, what: kind == "take" and what == node):
             self._log(node, "take")
 
+    @precondition(lambda self: not self.sim.choices())
     @rule()
     def time_passes(self) -> None:
         """When nothing can happen now, the clock moves to the next wake-up (no step is late)."""
@@ -286,13 +298,12 @@ class EngineMachine(RuleBasedStateMachine):
             self.sim.step()
             self._log("-", "time", f"+{self.sim.clock.now_ms() - before} ms")
 
+    @precondition(lambda self: self._work_ready())
     @rule(ms=st.integers(1, LEASE))
     def busy(self, ms: int) -> None:
         """Time passes while work is ready (slow nodes: a copy waits in its queue, a renewal
         or a fetch comes late), up to `ms` but never to the end of a lease a node holds, as
         Engine's Tick: a busy node is late, not at fault."""
-        if not self.sim.choices():
-            return
         rows = self._live_rows()
         limit = self._time_limit(rows)
         now = self.sim.clock.now_ms()
@@ -318,6 +329,9 @@ class EngineMachine(RuleBasedStateMachine):
             self.sim.pause(node, ms)
             self._log(node, "pause", f"{ms} ms")
 
+    # Engine's Crash: a node that holds something (a copy or a run) of some workflow.
+    @precondition(lambda self: any(len(self.sim.nodes[n].queue) for n in NODES)
+                  or any(f.label.startswith("run:") for f in self.sim.fibers))
     @rule(node=st.sampled_from(NODES))
     def crash(self, node: str) -> None:
         """`node` crashes and restarts empty: its queue, runs and callers' futures are gone."""
