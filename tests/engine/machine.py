@@ -261,11 +261,22 @@ class EngineMachine(RuleBasedStateMachine):
 
     # -- nodes -----------------------------------------------------------------------------
 
-    @precondition(lambda self: any(kind == "fiber" for kind, _ in self.sim.choices()))
+    @precondition(lambda self: any(kind == "fiber" and what.label != "fetch_loop" for kind, what in self.sim.choices()))
     @rule(node=st.sampled_from(NODES))
     def store_step(self, node: str) -> None:
-        """`node`'s next pending store transaction (or a sleep that is over) runs."""
-        fibers = self._runnable(node)
+        """`node`'s next pending store transaction (or a sleep that is over) of a caller or a run."""
+        self._step_fiber(node, [f for f in self._runnable(node) if f.label != "fetch_loop"])
+
+    @precondition(lambda self: any(kind == "fiber" and what.label == "fetch_loop" for kind, what in self.sim.choices()))
+    @rule(node=st.sampled_from(NODES))
+    def poll(self, node: str) -> None:
+        """`node`'s fetch loop takes its next step (a wake-up, its read of the due rows, a fetch).
+
+        A rule of its own: the loop is runnable after every move of the clock, and a rule that
+        stepped it first starved the callers and runs of the schedule's rules."""
+        self._step_fiber(node, [f for f in self._runnable(node) if f.label == "fetch_loop"])
+
+    def _step_fiber(self, node: str, fibers: list[Any]) -> None:
         if not fibers:
             return
         f = fibers[0]
