@@ -27,7 +27,7 @@ a copy waiting in its queue, a handler that renews late but within its lease), a
 the next due row that no node holds (a retry's backoff, a lease whose holder crashed).
 
 At the end of each example (`teardown`) faults stop and the run drains: every waiting workflow
-is approved, time passes, and then
+is approved (one that can fail, while a run of it is in progress), time passes, and then
 
 - `EventuallyDone`: every started workflow is terminal (nothing stranded);
 - `CallersAnswered`: every start's caller gets an answer (its own copy's result, or
