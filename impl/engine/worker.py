@@ -176,6 +176,11 @@ def _renew(node: Node, held: Task) -> Fiber[tuple[Task, bool, bool]]:
         )
         if outcome == "renewed" and again is not None:
             return again, True, True
+        if again is not None and decide.is_rerun_signal(again, adopted):
+            # Another rerun was recorded on our lease in between: adopt it too and renew on the
+            # next turn (Renew in tla/Engine.tla adopts at each conflict), rather than stop
+            # renewing and let the lease lapse under the run.
+            return again, True, True
         return adopted, True, False
     return held, False, False  # the lease is not ours: stop renewing; the remove will say so
 

@@ -14,10 +14,20 @@ Invariants, after every step, are named as the properties of `tla/Engine.tla`:
   which the drain checks (it signals them all); a workflow whose caller died between its two
   writes is left out, as the design leaves it to that caller's retry;
 - `TerminalIsStable`: a COMPLETED or FAILED instance stays so;
-- `NoFiberErrors`: no node or caller raised an error the engine does not document.
+- `NoFiberErrors`: no node or caller raised an error the engine does not document;
+- `FetchSeesDue`: a fetch loop that read the due rows goes on to lease one when some row is
+  due (`run_after <= now`, Engine's Fetch guard) and no copy of it waits in its own queue (a
+  lease comparison off by one leaves a row due exactly now for a later poll).
+
+A started workflow's handler may fail (`fails`): on its first delivery, or on every one, so that
+its task is retried (`reschedule_retry`) and then dead-lettered (`mark_failed`, the workflow
+FAILED). Time passes in three ways, each under Engine's Tick guard (no lease a node holds
+lapses): when nothing can step (to the next wake-up), while work is ready (`busy`: a slow node,
+a copy waiting in its queue, a handler that renews late but within its lease), and exactly to
+the next due row that no node holds (a retry's backoff, a lease whose holder crashed).
 
 At the end of each example (`teardown`) faults stop and the run drains: every waiting workflow
-is approved, time passes, and then
+is approved (one that can fail, while a run of it is in progress), time passes, and then
 
 - `EventuallyDone`: every started workflow is terminal (nothing stranded);
 - `CallersAnswered`: every start's caller gets an answer (its own copy's result, or
@@ -43,16 +53,40 @@ from impl.engine.backend import Backend, MemoryBackend
 from impl.engine.effects import Call
 from impl.engine.errors import UnknownWorkflow
 from impl.engine.export import by_workflow, render_workflow
-from impl.engine.model import ACTIVE_TASK_STATUSES, Gates, Instance, Settings, TaskKey
+from impl.engine.model import ACTIVE_TASK_STATUSES, Gates, Instance, Settings, Task, TaskKey
 from impl.engine.node import Handle, ResultUnavailable, WorkflowFailed
 from impl.engine.sim import Simulation
+from impl.engine.queue import QueuedTask
 from impl.engine.urls import node_backends
+from impl.engine.workflows import APPROVAL, Registry, RunContext, Step, Workflow
 
 LEASE = 1_000
 NODES = ("n1", "n2")
 WFS = ("w1", "w2")
-SETTINGS = Settings(lease_ms=LEASE, renew_interval_ms=LEASE // 3, poll_interval_ms=100)
+# One retry (two deliveries) before the dead letter: a failing workflow reaches it early in an
+# example, and the drain's approval, sent during a run (`_signal_deferred`), meets its last
+# delivery often enough that a stale dead letter shows, as a stale retry does on the first.
+SETTINGS = Settings(lease_ms=LEASE, renew_interval_ms=LEASE // 3, poll_interval_ms=100, max_retries=1)
 DRAIN_STEPS = 20_000
+# `fails` of a start: its handler raises on deliveries below this (a copy is delivery 0, the
+# n-th fetch delivery n): never, on the first delivery only, or always (the dead letter).
+FAILS = {"never": 0, "once": 1, "always": 1_000}
+# A handler's run time: none; half a lease, which ends before its first renewal (so a signal's
+# bump during the run is still unseen when it ends: a stale finish); one and a half leases,
+# which renews.
+LENGTHS = {"short": 0, "half": LEASE // 2, "long": 3 * LEASE // 2}
+
+
+def _failing_approval(state: dict[str, Any], ctx: RunContext) -> Step:
+    """APPROVAL, whose handler raises on deliveries below `fail_below` (its task is retried)."""
+    if ctx.attempt < int(state.get("fail_below", 0)):
+        raise RuntimeError(f"the handler fails on delivery {ctx.attempt}")
+    return APPROVAL.run(state, ctx)
+
+
+# An approval that can fail: it takes signals, so a signal's bump may meet a failing run.
+FAILING_APPROVAL = Workflow("failing_approval", _failing_approval, APPROVAL.signals, APPROVAL.duration_ms)
+WORKFLOWS = Registry(APPROVAL, FAILING_APPROVAL)
 
 
 @dataclass
@@ -140,13 +174,17 @@ class EngineMachine(RuleBasedStateMachine):
         super().__init__()
         self.backends = self.stores.open()
         self.sim = Simulation(self.backends[NODES[0]], nodes=NODES, seed=0, gates=self.gates, settings=SETTINGS,
-                              node_backends=self.backends, decisions=self.decisions)
+                              node_backends=self.backends, decisions=self.decisions, workflows=WORKFLOWS)
         self.example = self.examples.new()
         self.terminal: dict[str, str] = {}
         self.handles: dict[tuple[str, str], Any] = {}  # (node, wf) -> the start's fiber
         self.dead_callers: set[tuple[str, str, str]] = set()  # (node, "start" | "signal", wf)
         self.unapproved: set[str] = set()  # waiting workflows the drain could not signal
         self.answers: list[tuple[str, str, Any]] = []  # (node, wf, result fiber)
+        # Copies queued on a node before it crashed: Engine's Crash drops them, so whatever the
+        # implementation kept, no node holds a lease by them (see `_held`).
+        self.crashed_copies: list[QueuedTask] = []
+        self.deferred: list[tuple[str, str]] = []  # (node, wf): the drain's approvals sent during a run
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -161,18 +199,53 @@ class EngineMachine(RuleBasedStateMachine):
         """Take the first of the simulation's current choices that `want` accepts."""
         return self.sim.step_where(want)
 
+    def _live_rows(self) -> list[Task]:
+        """Every PENDING or RUNNING task row (a read, no trace event)."""
+        return self.sim.backend.due_tasks(2**62, len(WFS) + 1)
+
+    def _held(self) -> set[str]:
+        """The workflows some node may hold a lease of, as Engine's HoldsLease counts them: a
+        copy in a queue (queued since the node last restarted) or a run in progress or finishing.
+        A superset: a run that lost its lease is counted too, which only holds time back."""
+        lost = {id(c) for c in self.crashed_copies}
+        held = {c.task.task_id for n in NODES for c in self.sim.nodes[n].queue.items() if id(c) not in lost}
+        return held | {f.label.removeprefix("run:") for f in self.sim.fibers if not f.done and f.label.startswith("run:")}
+
+    def _work_ready(self) -> bool:
+        """Whether a caller, a run or a queued copy could step now (not only a fetch loop's poll)."""
+        return any(kind == "take" or what.label != "fetch_loop" for kind, what in self.sim.choices())
+
+    def _time_limit(self, rows: list[Task]) -> int | None:
+        """The latest time the clock may move to (Engine's Tick: a lease a node holds does not
+        lapse), or None if no held lease is ahead."""
+        held, now = self._held(), self.sim.clock.now_ms()
+        ends = [r.run_after for r in rows if r.task_id in held and r.run_after > now]
+        return min(ends) - 1 if ends else None
+
+    def _advance(self, to: int, why: str) -> None:
+        before = self.sim.clock.now_ms()
+        self.sim.clock.advance(to - before)
+        self._log("-", why, f"+{to - before} ms")
+
     # -- callers ---------------------------------------------------------------------------
 
     @precondition(lambda self: len(self.handles) < 3)
-    @rule(node=st.sampled_from(NODES), wf=st.sampled_from(WFS), long=st.booleans(), waits=st.booleans())
-    def start(self, node: str, wf: str, long: bool, waits: bool) -> None:
-        """A caller on `node` starts `wf` in process (its handler long or short, waiting or not)."""
+    @rule(node=st.sampled_from(NODES), wf=st.sampled_from(WFS), length=st.sampled_from(tuple(LENGTHS)),
+          waits=st.booleans(), fails=st.sampled_from(tuple(FAILS)))
+    def start(self, node: str, wf: str, length: str, waits: bool, fails: str = "never") -> None:
+        """A caller on `node` starts `wf` in process (its handler short, half a lease or one and a
+        half, waiting or not, failing never, on its first delivery, or always)."""
         if (node, wf) in self.handles or (node, "start", wf) in self.dead_callers:
             return
-        state = {"work_ms": 3 * LEASE // 2 if long else 0, "approved": not waits}
-        self.handles[(node, wf)] = self.sim.spawn(node, self.sim.nodes[node].start(wf, "approval", state), f"start:{wf}")
-        self._log(node, f"start {wf}", f"{'long' if long else 'short'}{', waits' if waits else ''}")
+        state: dict[str, Any] = {"work_ms": LENGTHS[length], "approved": not waits}
+        workflow = "approval"
+        if FAILS[fails]:
+            state["fail_below"], workflow = FAILS[fails], FAILING_APPROVAL.name
+        self.handles[(node, wf)] = self.sim.spawn(node, self.sim.nodes[node].start(wf, workflow, state), f"start:{wf}")
+        self._log(node, f"start {wf}", ", ".join([length] + ["waits"] * waits
+                                                   + [f"fails {fails}"] * bool(FAILS[fails])))
 
+    @precondition(lambda self: bool(self.handles))
     @rule(node=st.sampled_from(NODES), wf=st.sampled_from(WFS))
     def signal(self, node: str, wf: str) -> None:
         """A caller on `node` signals `wf` in process (the engine's own path for the gates).
@@ -188,23 +261,48 @@ class EngineMachine(RuleBasedStateMachine):
 
     # -- nodes -----------------------------------------------------------------------------
 
+    @precondition(lambda self: any(kind == "fiber" and what.label != "fetch_loop" for kind, what in self.sim.choices()))
     @rule(node=st.sampled_from(NODES))
     def store_step(self, node: str) -> None:
-        """`node`'s next pending store transaction (or a sleep that is over) runs."""
-        fibers = self._runnable(node)
+        """`node`'s next pending store transaction (or a sleep that is over) of a caller or a run."""
+        self._step_fiber(node, [f for f in self._runnable(node) if f.label != "fetch_loop"])
+
+    @precondition(lambda self: any(kind == "fiber" and what.label == "fetch_loop" for kind, what in self.sim.choices()))
+    @rule(node=st.sampled_from(NODES))
+    def poll(self, node: str) -> None:
+        """`node`'s fetch loop takes its next step (a wake-up, its read of the due rows, a fetch).
+
+        A rule of its own: the loop is runnable after every move of the clock, and a rule that
+        stepped it first starved the callers and runs of the schedule's rules."""
+        self._step_fiber(node, [f for f in self._runnable(node) if f.label == "fetch_loop"])
+
+    def _step_fiber(self, node: str, fibers: list[Any]) -> None:
         if not fibers:
             return
         f = fibers[0]
         label = f.effect.label if isinstance(f.effect, Call) else "wake"
         self._pick(lambda kind, what: kind == "fiber" and what is f)
         self._log(node, f"{f.label}: {label}")
+        if f.label == "fetch_loop" and label == "due_tasks":
+            self._fetch_sees_due(node, f)
 
+    def _fetch_sees_due(self, node: str, f: Any) -> None:
+        """FetchSeesDue: having read the due rows now, the fetch loop goes on to lease one if a
+        row is due that no copy in its own queue stands for (Engine's Fetch is enabled then)."""
+        now, queued = self.sim.clock.now_ms(), self.sim.nodes[node].queue.ids()
+        due = [r.task_id for r in self._live_rows() if r.run_after <= now and r.task_id not in queued]
+        leases = not f.done and isinstance(f.effect, Call) and f.effect.label == "fetch"
+        assert leases or not due, (f"FetchSeesDue: {node}'s fetch at {now} leased none of {due}, due by then, after\n"
+                                   f"{self.example.schedule()}")
+
+    @precondition(lambda self: any(kind == "take" for kind, _ in self.sim.choices()))
     @rule(node=st.sampled_from(NODES))
     def take(self, node: str) -> None:
         """`node`'s taker hands its next queued task to a worker."""
         if self._pick(lambda kind, what: kind == "take" and what == node):
             self._log(node, "take")
 
+    @precondition(lambda self: not self.sim.choices())
     @rule()
     def time_passes(self) -> None:
         """When nothing can happen now, the clock moves to the next wake-up (no step is late)."""
@@ -213,6 +311,30 @@ class EngineMachine(RuleBasedStateMachine):
             self.sim.step()
             self._log("-", "time", f"+{self.sim.clock.now_ms() - before} ms")
 
+    @precondition(lambda self: self._work_ready())
+    @rule(ms=st.integers(1, LEASE))
+    def busy(self, ms: int) -> None:
+        """Time passes while work is ready (slow nodes: a copy waits in its queue, a renewal
+        or a fetch comes late), up to `ms` but never to the end of a lease a node holds, as
+        Engine's Tick: a busy node is late, not at fault."""
+        rows = self._live_rows()
+        limit = self._time_limit(rows)
+        now = self.sim.clock.now_ms()
+        to = now + ms if limit is None else min(now + ms, limit)
+        if to > now:
+            self._advance(to, "busy")
+
+    @rule()
+    def due_time_comes(self) -> None:
+        """The clock moves exactly to the next time a row no node holds falls due (a retry's
+        backoff, a lease whose holder crashed), if no held lease ends first: so a fetch may
+        poll at the very millisecond a row falls due, where a lease comparison off by one shows."""
+        rows = self._live_rows()
+        held, now, limit = self._held(), self.sim.clock.now_ms(), self._time_limit(rows)
+        due = [r.run_after for r in rows if r.task_id not in held and r.run_after > now]
+        if due and (limit is None or min(due) <= limit):
+            self._advance(min(due), "due time")
+
     @rule(node=st.sampled_from(NODES), ms=st.integers(1, LEASE // 2))
     def pause(self, node: str, ms: int) -> None:
         """`node` stalls for `ms` (NoLongPauses: never back to back, under half a lease)."""
@@ -220,6 +342,9 @@ class EngineMachine(RuleBasedStateMachine):
             self.sim.pause(node, ms)
             self._log(node, "pause", f"{ms} ms")
 
+    # Engine's Crash: a node that holds something (a copy or a run) of some workflow.
+    @precondition(lambda self: any(len(self.sim.nodes[n].queue) for n in NODES)
+                  or any(f.label.startswith("run:") for f in self.sim.fibers))
     @rule(node=st.sampled_from(NODES))
     def crash(self, node: str) -> None:
         """`node` crashes and restarts empty: its queue, runs and callers' futures are gone."""
@@ -230,6 +355,7 @@ class EngineMachine(RuleBasedStateMachine):
         for f in self.sim.fibers:
             if f.node == node and not f.done and f.label.startswith(("start:", "signal:")):
                 self.dead_callers.add((node, f.label.split(":", 1)[0], f.label.split(":", 1)[1]))
+        self.crashed_copies += self.sim.nodes[node].queue.items()
         self.sim.crash(node)
         self._log(node, "crash")
 
@@ -292,13 +418,19 @@ class EngineMachine(RuleBasedStateMachine):
         kind, what = choices[index]
         if kind == "take":
             self.example.drain.append((what, "take", ""))
-        else:
-            label = what.effect.label if isinstance(what.effect, Call) else "wake"
-            self.example.drain.append((what.node, f"{what.label}: {label}", ""))
-        return self.sim.step(lambda n: index)
+            return self.sim.step(lambda n: index)
+        label = what.effect.label if isinstance(what.effect, Call) else "wake"
+        self.example.drain.append((what.node, f"{what.label}: {label}", ""))
+        more = self.sim.step(lambda n: index)
+        if what.label == "fetch_loop" and label == "due_tasks":
+            # The drain's clock lands on due times by itself (a retry due a backoff after a
+            # step at a poll's time is due at a later poll's): the fetch must see the row then.
+            self._fetch_sees_due(what.node, what)
+        return more
 
     def _run_logged(self, done: Callable[[], bool]) -> None:
         for _ in range(DRAIN_STEPS):
+            self._signal_deferred()
             if done() or not self._step_logged():
                 return
             self.no_overlapping_runs()
@@ -313,14 +445,28 @@ class EngineMachine(RuleBasedStateMachine):
         self._run_logged(callers_done)
         for inst in self.sim.backend.list_instances():
             fit = [n for n in NODES if (n, "signal", inst.wf) not in self.dead_callers]
-            if not inst.terminal and fit:
-                self.sim.spawn(fit[0], self.sim.nodes[fit[0]].signal(inst.wf, "approve"), f"signal:{inst.wf}")
-                self.example.drain.append((fit[0], f"signal {inst.wf}", "approve"))
+            if not inst.terminal and fit and inst.workflow == FAILING_APPROVAL.name:
+                # A failing workflow is approved while a run of it is in progress, so that the
+                # signal's bump meets a failing run: its retry or dead letter is then stale.
+                self.deferred.append((fit[0], inst.wf))
+            elif not inst.terminal and fit:
+                self._approve(fit[0], inst.wf)
             elif not inst.terminal:
                 self.unapproved.add(inst.wf)  # no node may send it one more signal (see `crash`)
         # The store is read last: the drain asks after every step, and the fibers say no for free.
         self._run_logged(lambda: callers_done() and not any(f.label.startswith("run:") for f in self.sim.fibers)
                          and all(i.terminal for i in self.sim.backend.list_instances()))
+
+    def _approve(self, node: str, wf: str) -> None:
+        self.sim.spawn(node, self.sim.nodes[node].signal(wf, "approve"), f"signal:{wf}")
+        self.example.drain.append((node, f"signal {wf}", "approve"))
+
+    def _signal_deferred(self) -> None:
+        """Send the drain's deferred approvals whose workflow now runs, or waits undriven."""
+        for node, wf in list(self.deferred):
+            if self.sim.monitor.concurrent(wf) or not self._driven(wf):
+                self.deferred.remove((node, wf))
+                self._approve(node, wf)
 
     def teardown(self) -> None:
         try:

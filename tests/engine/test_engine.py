@@ -163,6 +163,35 @@ def test_without_renew_adopting_the_bump_a_renewal_loses_the_lease() -> None:
     assert sim.monitor.overlaps >= 1
 
 
+def test_a_renewal_that_meets_a_second_bump_while_adopting_the_first_keeps_renewing() -> None:
+    """Two signals bump the row around one renewal: the renewal adopts the first bump, its
+    renewal at the adopted version meets the second. The run must adopt that one too and go on
+    renewing (Renew in tla/Engine.tla adopts at each conflict): a run that stopped renewing there
+    let its lease lapse under it, and a fetch ran the workflow beside it."""
+    sim = _sim()
+    n1, n2 = sim.nodes["n1"], sim.nodes["n2"]
+    start = sim.spawn("n1", n1.start("wf", "approval", {"work_ms": 3 * LEASE}), "start")
+    sim.run_until(lambda: start.done)
+    assert sim.step_where(lambda kind, what: kind == "take")
+    [run] = [f for f in sim.fibers if f.label == "run:wf"]
+    sim.run_until(lambda: isinstance(run.effect, Sleep))  # run_start; the handler sleeps
+    sim.clock.advance(run.wake_at - sim.clock.now_ms())
+
+    def signal() -> None:
+        f = sim.spawn("n2", n2.signal("wf", "approve"), "signal")
+        while not f.done:
+            assert sim.step_where(lambda kind, what: what is f)
+
+    signal()  # the first bump
+    assert sim.step_where(lambda kind, what: what is run)  # wake
+    assert sim.step_where(lambda kind, what: what is run)  # renew: conflict, adopt the bump
+    signal()  # the second bump, before the renewal at the adopted version
+    assert sim.step_where(lambda kind, what: what is run)  # renew: conflict again
+    sim.run_until(lambda: run.done, max_steps=10_000)
+    assert ("n1", "renew", "renewed") in ops(sim.backend)
+    assert sim.monitor.overlaps == 0 and sim.faults.of("wf") == {}
+
+
 def test_without_the_bump_the_rerun_signal_is_lost_and_the_workflow_stranded() -> None:
     sim = _signal_during_long_run(Gates(bump_task_version_on_honored_lease=False))
     assert isinstance(sim.client.error, ResultTimeout)
