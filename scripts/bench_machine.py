@@ -88,14 +88,14 @@ def run_seeded(kind: str, examples: int, steps: int, mysql_url: str, seed: int =
         machine = m()
         for _ in range(rng.randrange(1, steps + 1)):
             node, wf = rng.choice(NODES), rng.choice(WFS)
-            rule = rng.choices(["start", "signal", "store_step", "take", "time_passes", "pause", "crash"],
-                               weights=[2, 2, 10, 3, 3, 1, 0.3])[0]
+            rule = rng.choices(["start", "signal", "store_step", "poll", "take", "time_passes", "pause", "crash"],
+                               weights=[2, 2, 6, 4, 3, 3, 1, 0.3])[0]
             if rule == "start":
                 if len(machine.handles) < 3:
-                    machine.start(node, wf, rng.random() < 0.5, rng.random() < 0.5)
+                    machine.start(node, wf, "long" if rng.random() < 0.5 else "short", rng.random() < 0.5)
             elif rule == "signal":
                 machine.signal(node, wf)
-            elif rule in ("store_step", "take", "crash"):
+            elif rule in ("store_step", "poll", "take", "crash"):
                 getattr(machine, rule)(node)
             elif rule == "pause":
                 machine.pause(node, rng.randrange(1, LEASE // 2 + 1))
