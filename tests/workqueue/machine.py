@@ -228,7 +228,10 @@ class QueueMachine(RuleBasedStateMachine):
         return [a[1] for a in self.sim.enabled() if a[0] == kind]
 
     def _node(self, data: st.DataObject, kind: str) -> str:
-        return data.draw(st.sampled_from(self._nodes(kind)), label="node")
+        return self._node_of(data, self._nodes(kind))
+
+    def _node_of(self, data: st.DataObject, nodes: list[str]) -> str:
+        return data.draw(st.sampled_from(nodes), label="node")
 
     @precondition(lambda self: bool(self._nodes("poll")))
     @rule(data=st.data())
@@ -297,6 +300,51 @@ class QueueMachine(RuleBasedStateMachine):
         took = ", ".join(f"{e['node']} {e['op']} {e['outcome']}" for e in peers if e["op"] != "renew")
         self._log(node, "pause past lease" + (", a peer takes over" if takeover else ""),
                   "; ".join(x for x in (_beats(self.s.on_time_beats[k:]), took) if x))
+
+    def _holds_guard(self, r: Any) -> bool:
+        return r.inv.attempt is not None and self.s.cstore.guard_owner(r.inv.cmd) == r.inv.attempt
+
+    def _guarded(self) -> list[str]:
+        """The nodes that may pause (`lag`) while one of their attempts holds its guard."""
+        if self.system != "command":
+            return []
+        return [n for n in self._nodes("lag") if any(self._holds_guard(r) for r in self.s.running[n])]
+
+    @precondition(lambda self: bool(self._guarded()))
+    @rule(data=st.data(), then=st.sampled_from(("its next step", "its late heartbeat", "nothing yet")))
+    def stale_attempt_meets_live(self, data: st.DataObject, then: str) -> None:
+        """An attempt that holds its guard pauses past the guard's TTL, and another attempt takes
+        the guard meanwhile: a peer's (it reclaims the entry, as in `pause_past_lease`) or the
+        same node's (its heartbeat lags but its poller runs on, and takes a second entry of the
+        command, which the client resubmits). Then, as `then` says, the stale attempt takes its
+        next step or its node's late heartbeat runs: a stale put, call, renewal or release meets
+        a live attempt. The other rules can build this schedule too, but rarely within the
+        default examples; one rule for it lets them reach every guarded step of a stale attempt."""
+        node = self._node_of(data, self._guarded())
+        stale = next(r for r in self.s.running[node] if self._holds_guard(r))
+        cmd = stale.inv.cmd
+        takers = ["a peer"] + (["the same node"] if len(self.s.running[node]) < self.s.config.settings.concurrency else [])
+        taker = data.draw(st.sampled_from(takers), label="taker")
+        before, k = len(self.events()), len(self.s.on_time_beats)
+        if taker == "the same node":
+            self.s.produce("submit", cmd)  # the client resubmits: a second entry of the command
+            self.unsent.discard(cmd)
+            self.s.pause_past_lease(node, takeover=False)
+            for _ in range(2):  # a reclaim-first turn may find the node's own entry and drop it
+                running = len(self.s.running[node])
+                self.s.take(("poll", node))
+                if len(self.s.running[node]) > running:
+                    self.s.take(("step", node, running))  # the new attempt's guard_take
+                    break
+        else:
+            self.s.pause_past_lease(node, takeover=True)
+        if then == "its next step" and any(r is stale for r in self.s.running[node]):
+            self.s.take(("step", node, next(i for i, r in enumerate(self.s.running[node]) if r is stale)))
+        elif then == "its late heartbeat" and ("heartbeat", node) in self.s.enabled():
+            self.s.take(("heartbeat", node))
+        did = ", ".join(f"{e['node']} {e['op']} {e['outcome']}" for e in self._new_events(before) if e["op"] != "renew")
+        self._log(node, f"{stale.inv.attempt} stale ({cmd}), {taker} takes over, then {then}",
+                  "; ".join(x for x in (_beats(self.s.on_time_beats[k:]), did) if x))
 
     def _faulty(self) -> list[tuple[str, str]]:
         if self.sim is None:
