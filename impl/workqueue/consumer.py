@@ -26,6 +26,18 @@ log = logging.getLogger(__name__)
 Handler = Callable[[Invocation], bool]
 
 
+def heartbeat_period_ms(settings: Settings) -> int:
+    """How long your consumer's heartbeat thread waits between two rounds of renewals: the
+    settings' heartbeat interval (VT/3 unless set), well inside the visibility timeout and the
+    guard TTL it renews. The simulations and the stateful machines heartbeat on this same
+    schedule (`sim.Simulation.elapse`), so what they check is the real consumer's choice.
+
+    >>> heartbeat_period_ms(Settings(visibility_timeout_ms=300, heartbeat_ms=None))
+    100
+    """
+    return settings.heartbeat_interval_ms
+
+
 class ExecutorRejected(RuntimeError):
     """The executor will not take another task (it is full or shut down)."""
 
@@ -148,7 +160,7 @@ class Consumer:
                 self.after_finish(inv)
 
     def _heartbeat_loop(self) -> None:
-        interval_s = self.settings.heartbeat_interval_ms / 1000
+        interval_s = heartbeat_period_ms(self.settings) / 1000
         while not self._hb_stop.wait(interval_s):
             if self.heartbeat_paused.is_set():
                 continue

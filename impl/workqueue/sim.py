@@ -29,6 +29,7 @@ from impl.workqueue import analysis, recording
 from impl.workqueue.command_store import CommandStore
 from impl.workqueue.commands import CommandClient, CommandProcessor, counter_ids
 from impl.workqueue.config import Gates, Settings
+from impl.workqueue.consumer import heartbeat_period_ms
 from impl.workqueue.core import Invocation
 from impl.workqueue.errors import StoreFault, UnknownCommand
 from impl.workqueue.node import QueueNode
@@ -196,7 +197,7 @@ class Simulation:
         return self._finished()
 
     def _tick_room(self) -> int:
-        hb = self.config.settings.heartbeat_interval_ms
+        hb = heartbeat_period_ms(self.config.settings)  # the real consumer's heartbeat schedule
         deadlines = [self.last_hb[n] + hb for n in self._live() if n not in self.lagging and self._heartbeats(n)]
         return (min(deadlines) - self.clock.now_ms()) if deadlines else max(self.config.ticks)
 
@@ -325,7 +326,7 @@ class Simulation:
         of its deadlines, as the real consumer's heartbeat thread would); returns the nodes whose
         heartbeats ran, in order."""
         end, beats = self.clock.now_ms() + ms, []
-        hb = self.config.settings.heartbeat_interval_ms
+        hb = heartbeat_period_ms(self.config.settings)
         while True:
             for n in self._live():
                 if n not in self.lagging and self._heartbeats(n) and self.clock.now_ms() >= self.last_hb[n] + hb:

@@ -10,7 +10,11 @@ example, its time moved by `sim_redis.RedisTimeWarp`.
 Time passes by `time_passes`: the heartbeats of nodes that are not lagging run on time meanwhile
 (the spec's `NoLongPauses`). A stale actor is made by `lag`: that node's heartbeat stays away
 while time passes its visibility timeout and its guard TTL, a peer takes over, and then the
-stale node steps its handler, renews, releases or acks.
+stale node steps its handler, renews, releases or acks. In the command machine three rules
+(`stale_write_meets_live`, `stale_release_meets_live`, `stale_renewal_meets_live`) build such a
+meeting at once: an attempt holding its guard pauses, a peer's or its own node's next attempt
+takes the guard, and the stale one writes, calls, releases or heartbeats late; so the default
+examples reach each guarded step of a stale attempt.
 
 Invariants, after every step, are named as the properties of `tla/WorkQueue.tla` and
 `tla/CommandQueue.tla`:
@@ -63,7 +67,7 @@ FAULT_ACTIONS = {*FAULTS, "lag"}
 def config(system: str, gates: Gates) -> SimConfig:
     """The twin's settings (VT 300 ms, heartbeat 100 ms, guard TTL 300 ms) and budgets."""
     return SimConfig(system=system, nodes=NODES, messages=0, duplicate_submits=0, lost_offers=0, cancels=0,
-                     crashes=1, faults=2, lags=2, closes=1, gates=gates, max_steps=1_000_000, ticks=(10, 100, 350))
+                     crashes=1, faults=2, lags=4, closes=1, gates=gates, max_steps=1_000_000, ticks=(10, 100, 350))
 
 
 @dataclass
@@ -228,7 +232,10 @@ class QueueMachine(RuleBasedStateMachine):
         return [a[1] for a in self.sim.enabled() if a[0] == kind]
 
     def _node(self, data: st.DataObject, kind: str) -> str:
-        return data.draw(st.sampled_from(self._nodes(kind)), label="node")
+        return self._node_of(data, self._nodes(kind))
+
+    def _node_of(self, data: st.DataObject, nodes: list[str]) -> str:
+        return data.draw(st.sampled_from(nodes), label="node")
 
     @precondition(lambda self: bool(self._nodes("poll")))
     @rule(data=st.data())
@@ -297,6 +304,100 @@ class QueueMachine(RuleBasedStateMachine):
         took = ", ".join(f"{e['node']} {e['op']} {e['outcome']}" for e in peers if e["op"] != "renew")
         self._log(node, "pause past lease" + (", a peer takes over" if takeover else ""),
                   "; ".join(x for x in (_beats(self.s.on_time_beats[k:]), took) if x))
+
+    def _holds_guard(self, r: Any) -> bool:
+        return r.inv.attempt is not None and self.s.cstore.guard_owner(r.inv.cmd) == r.inv.attempt
+
+    def _stallable(self) -> list[str]:
+        """The nodes that may run a command delivery (or poll for one) and then pause (`lag`)."""
+        if self.sim is None or self.system != "command" or not self.submitted or self.s.lags_used >= self.s.config.lags:
+            return []
+        return [n for n in self.s.live() if n not in self.s.lagging
+                and (self.s.running[n] or ("poll", n) in self.s.enabled())]
+
+    @precondition(lambda self: bool(self._stallable()))
+    @rule(data=st.data())
+    def stale_write_meets_live(self, data: st.DataObject) -> None:
+        """An attempt goes stale after 0 to 3 steps of its own (`_goes_stale`), and takes its
+        next step, a put or the external call, while another attempt holds the guard."""
+        self._goes_stale(data, "its next write or call", runs=data.draw(st.sampled_from(range(4)), label="runs"))
+
+    @precondition(lambda self: bool(self._stallable()))
+    @rule(data=st.data())
+    def stale_release_meets_live(self, data: st.DataObject) -> None:
+        """An attempt runs until its command is terminal (its last write, or a duplicate
+        delivery that found it so), goes stale (`_goes_stale`), and takes its next step, its
+        guard release, while another attempt holds the guard."""
+        self._goes_stale(data, "its release", runs=None)
+
+    @precondition(lambda self: bool(self._stallable()))
+    @rule(data=st.data())
+    def stale_renewal_meets_live(self, data: st.DataObject) -> None:
+        """An attempt goes stale after 0 to 4 steps of its own (`_goes_stale`), and its node's
+        late heartbeat renews its guard, which another attempt holds."""
+        self._goes_stale(data, "its late heartbeat", runs=data.draw(st.sampled_from(range(5)), label="runs"))
+
+    def _goes_stale(self, data: st.DataObject, then: str, runs: int | None) -> None:
+        """An attempt that holds its guard pauses past the guard's TTL, and another attempt takes
+        the guard meanwhile: a peer's (it reclaims the entry, as in `pause_past_lease`) or the
+        same node's (its heartbeat lags but its poller runs on, and takes a second entry of the
+        command, which the client resubmits). Then, as `then` says, the stale attempt takes its
+        next step or its node's late heartbeat runs: a stale put, call, release or renewal meets
+        a live attempt. Before the pause the node polls (if it runs nothing), the attempt takes
+        its guard (if it has not yet) and `runs` more steps on time (None: until its command is
+        terminal, where its next step is the release). The other rules can build these
+        schedules too, but too rarely for the default examples; one rule for each of the
+        attempt's guarded steps makes each common there."""
+        node = self._node_of(data, self._stallable())
+        before, k = len(self.events()), len(self.s.on_time_beats)
+        if not self.s.running[node]:
+            self.s.take(("poll", node))  # a delivery to go stale
+            if not self.s.running[node]:
+                self._log(node, "poll (to pause)", self._did(before, node))
+                return
+        stale = self.s.running[node][data.draw(st.integers(0, len(self.s.running[node]) - 1), label="handler")]
+        cmd = stale.inv.cmd
+
+        def runs_on() -> bool:
+            return any(r is stale for r in self.s.running[node]) and self._holds_guard(stale)
+
+        def step() -> None:
+            self.s.take(("step", node, next(i for i, r in enumerate(self.s.running[node]) if r is stale)))
+
+        if stale.inv.attempt is None:
+            step()  # its guard_take
+        for _ in range(5 if runs is None else runs):
+            if not runs_on() or (runs is None and self.s.cstore.status(cmd) in TERMINAL):
+                break
+            step()
+        if not runs_on() or node not in self._nodes("lag"):
+            self._log(node, f"{stale.inv.attempt} ({cmd}) runs on, holds no guard", self._did(before, node))
+            return  # it ended, or another attempt holds the guard already: nothing stale to pause
+        takers = ["a peer"] + (["the same node"] if len(self.s.running[node]) < self.s.config.settings.concurrency else [])
+        taker = data.draw(st.sampled_from(takers), label="taker")
+        if taker == "the same node":
+            self.s.produce("submit", cmd)  # the client resubmits: a second entry of the command
+            self.unsent.discard(cmd)
+            self.s.pause_past_lease(node, takeover=False)
+            for _ in range(2):  # a reclaim-first turn may find the node's own entry and drop it
+                running = len(self.s.running[node])
+                self.s.take(("poll", node))
+                if len(self.s.running[node]) > running:
+                    self.s.take(("step", node, running))  # the new attempt's guard_take
+                    break
+        else:
+            self.s.pause_past_lease(node, takeover=True)
+        if then != "its late heartbeat" and any(r is stale for r in self.s.running[node]):
+            step()
+        if ("heartbeat", node) in self.s.enabled():
+            # The node's lag ends here, once its stale attempt met the live one (after its step,
+            # or as that step): a node whose heartbeat lags on while its poller takes a new
+            # delivery, and that delivery's guard lapses, gives a trace TraceCommandQueue.tla
+            # rejects (that lapse is not among its counted stalls; open).
+            self.s.take(("heartbeat", node))
+        did = ", ".join(f"{e['node']} {e['op']} {e['outcome']}" for e in self._new_events(before) if e["op"] != "renew")
+        self._log(node, f"{stale.inv.attempt} ({cmd}) stale, {taker} takes over, then {then}",
+                  "; ".join(x for x in (_beats(self.s.on_time_beats[k:]), did) if x))
 
     def _faulty(self) -> list[tuple[str, str]]:
         if self.sim is None:
