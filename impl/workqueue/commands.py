@@ -166,6 +166,11 @@ class CommandProcessor:
 
         def ending_step(step: Callable[[], bool]) -> bool:
             with ending:
+                # The heartbeat may have found the guard lost since the attempt last looked (a
+                # two-process run under load logged put_if_owner after guard_renew lost): an
+                # ended attempt takes no further step.
+                if lost[0] or ended[0]:
+                    return False
                 ok = step()
                 ended[0] = ended[0] or not ok
                 return ok

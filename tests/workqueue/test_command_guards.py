@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from impl.clock import VirtualClock
+from impl.workqueue.analysis import command_order_problems
 from impl.workqueue.command_store import CommandStore
 from impl.workqueue.commands import CommandProcessor, check_guard_ttl
 from impl.workqueue.config import Gates
@@ -114,6 +115,31 @@ def test_no_guard_renewal_comes_after_a_refused_put() -> None:
             t.join()
         ops = [(e["op"], e["outcome"]) for e in store.events() if e.get("args", {}).get("attempt") == "n1-1"]
     assert store.threads and ops == [("guard_take", "taken"), ("put_if_owner", "refused")], ops
+
+
+def test_no_write_comes_after_the_heartbeat_found_the_guard_lost() -> None:
+    """The attempt decides to write, then (before its write reaches the store) the heartbeat
+    finds its guard taken over and the renewal lost: the write must not reach the store (a
+    two-process run under load logged put_if_owner after guard_renew lost)."""
+    clock = VirtualClock(1_000)
+    with virtual_time(clock):
+        store = CommandStore(fake_client(), "t")
+        store.submit_state("client", clock.now_ms(), "c1", 10_000)
+        proc = CommandProcessor(store, "n1", clock, SIM_SETTINGS, Gates(), _Answers())
+        inv = Invocation("1-0", "p", 1, "new", "c1")
+
+        def heartbeat_loses_the_guard(status: str) -> None:
+            clock.advance(SIM_SETTINGS.guard_ttl_ms + 1)  # the guard lapses; another attempt takes it
+            assert store.guard_take("n2", clock.now_ms(), "c1", "n2-1", SIM_SETTINGS.guard_ttl_ms)
+            for renew in list(inv.renewers):
+                renew()  # the heartbeat's renewal, in the moment before the write
+
+        proc.before_write = heartbeat_loses_the_guard
+        for _ in proc.steps(inv):
+            pass
+        ops = [(e["op"], e["outcome"]) for e in store.events() if e.get("args", {}).get("attempt") == "n1-1"]
+    assert ops == [("guard_take", "taken"), ("guard_renew", "lost")], ops
+    assert command_order_problems(store.events()) == []
 
 
 def test_no_guard_renewal_comes_after_the_attempt_released_its_guard() -> None:
