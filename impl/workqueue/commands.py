@@ -168,8 +168,9 @@ class CommandProcessor:
             with ending:
                 # The heartbeat may have found the guard lost since the attempt last looked (a
                 # two-process run under load logged put_if_owner after guard_renew lost): an
-                # ended attempt takes no further step.
-                if lost[0] or ended[0]:
+                # ended attempt takes no further step. Not with the atomic owner check off: that
+                # calibration is the seed's old code, whose stale write must still go out.
+                if self.gates.atomic_put_if_owner and (lost[0] or ended[0]):
                     return False
                 ok = step()
                 ended[0] = ended[0] or not ok
