@@ -96,14 +96,18 @@ class _RenewsRightAfterARefusal(CommandStore):
         return ok
 
 
+def _delivery_of_c1(store: CommandStore, clock: VirtualClock) -> tuple[CommandProcessor, Invocation]:
+    """Command c1 submitted, and node n1's processor with one delivery of it (not yet started)."""
+    store.submit_state("client", clock.now_ms(), "c1", 10_000)
+    return CommandProcessor(store, "n1", clock, SIM_SETTINGS, Gates(), _Answers()), Invocation("1-0", "p", 1, "new", "c1")
+
+
 def test_no_guard_renewal_comes_after_a_refused_put() -> None:
     clock = VirtualClock(1_000)
     with virtual_time(clock):
         store = _RenewsRightAfterARefusal(fake_client(), "t")
         store.threads = []
-        store.submit_state("client", clock.now_ms(), "c1", 10_000)
-        proc = CommandProcessor(store, "n1", clock, SIM_SETTINGS, Gates(), _Answers())
-        inv = Invocation("1-0", "p", 1, "new", "c1")
+        proc, inv = _delivery_of_c1(store, clock)
         steps = proc.steps(inv)
         next(steps)  # the guard is taken, its renewer registered
         store.renewers = list(inv.renewers)
@@ -124,9 +128,7 @@ def test_no_write_comes_after_the_heartbeat_found_the_guard_lost() -> None:
     clock = VirtualClock(1_000)
     with virtual_time(clock):
         store = CommandStore(fake_client(), "t")
-        store.submit_state("client", clock.now_ms(), "c1", 10_000)
-        proc = CommandProcessor(store, "n1", clock, SIM_SETTINGS, Gates(), _Answers())
-        inv = Invocation("1-0", "p", 1, "new", "c1")
+        proc, inv = _delivery_of_c1(store, clock)
 
         def heartbeat_loses_the_guard(status: str) -> None:
             clock.advance(SIM_SETTINGS.guard_ttl_ms + 1)  # the guard lapses; another attempt takes it
@@ -149,9 +151,7 @@ def test_no_guard_renewal_comes_after_the_attempt_released_its_guard() -> None:
     clock = VirtualClock(1_000)
     with virtual_time(clock):
         store = CommandStore(fake_client(), "t")
-        store.submit_state("client", clock.now_ms(), "c1", 10_000)
-        proc = CommandProcessor(store, "n1", clock, SIM_SETTINGS, Gates(), _Answers())
-        inv = Invocation("1-0", "p", 1, "new", "c1")
+        proc, inv = _delivery_of_c1(store, clock)
         steps = proc.steps(inv)
         next(steps)  # the guard is taken, its renewer registered
         taken = list(inv.renewers)  # what a heartbeat about to renew holds
