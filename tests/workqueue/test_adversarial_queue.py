@@ -162,30 +162,56 @@ def test_executor_rejection_releases_the_permit(harness: Harness, guarded: bool)
 
 @GUARD
 def test_close_while_a_handler_runs(harness: Harness, guarded: bool) -> None:
-    """a closes while its 700 ms handler runs: the entry must not become reclaimable for b."""
+    """a closes while its handler runs: close must wait for the handler and keep renewing its
+    entry meanwhile, so the entry never becomes reclaimable for b.
+
+    Event-driven, so that a loaded machine cannot change the verdict: the handler is held until
+    the test has seen what it looks for. With the guard on, close is still waiting while the
+    handler is held and a's heartbeat renews the entry after close began; with it off, close
+    returns at once, the heartbeat has stopped, and b (started only then) reclaims the entry
+    after a VT and runs it beside a's held call."""
     harness.configure(gates=gates(guarded, "close_waits_for_handlers"))
     harness.features.append("close")
-    harness.offer("job")
+    entry = harness.offer("job")
     calls: list[str] = []
+    release = threading.Event()
 
-    def slow(inv: Invocation) -> bool:
+    def held(inv: Invocation) -> bool:
         calls.append(inv.entry)
-        time.sleep(0.7)
+        if len(calls) == 1:
+            release.wait(30.0)
         return True
 
-    a = harness.consumer("a", slow)
-    assert wait_until(lambda: len(calls) == 1, 1.0)
-    harness.faults["close"] += 1
-    closer = threading.Thread(target=a.close)
-    closer.start()
-    harness.consumer("b", slow)
-    closer.join(3)
-    assert wait_until(lambda: harness.acked() >= 1, 2.0)
-    time.sleep(0.1)
+    def renewals_by_a() -> int:
+        return sum(1 for e in harness.events() if e["op"] == "renew" and e["node"] == "a"
+                   and e["outcome"] == "renewed" and e["entry"] == entry)
+
+    a = harness.consumer("a", held)
+    try:
+        assert wait_until(lambda: len(calls) == 1, 30.0), "a never started its handler"
+        harness.faults["close"] += 1
+        closer = threading.Thread(target=a.close)
+        closer.start()
+        assert wait_until(lambda: not a._threads[0].is_alive(), 30.0), "a's poller did not stop"
+        before = renewals_by_a()
+        if guarded:
+            # The heartbeat runs on until the handler ends: one more renewal shows it, however late.
+            assert wait_until(lambda: renewals_by_a() > before, 30.0), "no renewal after close began"
+            assert closer.is_alive(), "close returned while a handler still ran"
+        else:
+            closer.join(30.0)
+            assert not closer.is_alive(), "close without the guard should not wait for handlers"
+            harness.consumer("b", held)
+            assert wait_until(lambda: len(calls) == 2, 30.0), "b never reclaimed the abandoned entry"
+    finally:
+        release.set()
+    closer.join(30.0)
+    assert not closer.is_alive()
+    assert wait_until(lambda: harness.acked() >= 1, 30.0)
     if guarded:
-        assert len(calls) == 1 and harness.duplicates() == 0
+        assert calls == [entry] and harness.duplicates() == 0
     else:
-        assert len(calls) == 2 and harness.duplicates() == 1
+        assert calls == [entry, entry] and harness.duplicates() == 1
 
 
 @GUARD
