@@ -33,9 +33,11 @@ Accept(t) == PrintT(<<"ACCEPT", t>>)
 Consumed(t, n, len) == Explained(t, n) /\ (n = len => Accept(t))
 
 \* The logged fields of line n of trace t agree with the spec. `pairs` maps a field's name to
-\* <<what the spec says, what the line says>>; each field that differs is printed.
+\* <<what the spec says, what the line says>>; each field that differs is printed. (TLC
+\* evaluates an operator's argument again at each use: bound by \E, `pairs` is built once.)
 Match(t, n, pairs) ==
-    LET bad == {f \in DOMAIN pairs : pairs[f][1] # pairs[f][2]}
-    IN  IF bad = {} THEN TRUE
-        ELSE PrintT(<<"DIFF", t, n, [f \in bad |-> pairs[f]]>>) /\ FALSE
+    \E p \in {pairs} :
+        LET bad == {f \in DOMAIN p : p[f][1] # p[f][2]}
+        IN  IF bad = {} THEN TRUE
+            ELSE PrintT(<<"DIFF", t, n, [f \in bad |-> p[f]]>>) /\ FALSE
 ====

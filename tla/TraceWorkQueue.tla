@@ -125,7 +125,8 @@ E == Traces[t][l + 1]                   \* the next line to explain
 Lines == Len(Traces[t])
 
 Seen == {ids[i] : i \in DOMAIN ids}
-\* The number of the next line's entry (a new id gets the next number).
+\* The number of the next line's entry (a new id gets the next number). Each Is<Op> binds it
+\* once (\E x \in {X}): TLC would evaluate X again at every use of an operator's argument.
 X == IF E.entry \in Seen THEN CHOOSE i \in DOMAIN ids : ids[i] = E.entry ELSE Len(ids) + 1
 Bind == ids' = IF E.entry \in Seen THEN ids ELSE Append(ids, E.entry)
 
@@ -207,13 +208,15 @@ Explains(x, outcome) == ExplainsRead(x, outcome, <<Nil, Nil>>)
 
 IsOffer ==
     /\ Logged("offer")
-    /\ Offer(X)
-    /\ Explains(X, "added")
+    /\ \E x \in {X} :
+        /\ Offer(x)
+        /\ Explains(x, "added")
 
 IsReceiveNew ==
     /\ Logged("receive_new")
-    /\ ReceiveNew(E.node, X)
-    /\ Explains(X, "delivered")
+    /\ \E x \in {X} :
+        /\ ReceiveNew(E.node, x)
+        /\ Explains(x, "delivered")
 
 \* A real server's quirk: XAUTOCLAIM measures idle time from the PEL stamp of the entry's last
 \* touch, which the server takes as the touching script begins, up to ClockSlack before the TIME
@@ -231,8 +234,9 @@ ReclaimOnServerStamp(c, e) ==
 
 IsReclaim ==
     /\ Logged("reclaim")
-    /\ Reclaim(E.node, X) \/ ReclaimOnServerStamp(E.node, X)
-    /\ Explains(X, "claimed")
+    /\ \E x \in {X} :
+        /\ Reclaim(E.node, x) \/ ReclaimOnServerStamp(E.node, x)
+        /\ Explains(x, "claimed")
 
 \* InvokeStart's three outcomes, read from the state it left.
 StartOutcome(c, x) ==
@@ -242,29 +246,34 @@ StartOutcome(c, x) ==
 
 IsInvokeStart ==
     /\ Logged("invoke_start")
-    /\ InvokeStart(E.node, X)
-    /\ Explains(X, StartOutcome(E.node, X))
+    /\ \E x \in {X} :
+        /\ InvokeStart(E.node, x)
+        /\ Explains(x, StartOutcome(E.node, x))
 
 IsInvokeEnd ==
     /\ Logged("invoke_end")
-    /\ InvokeEnd(E.node, X, E.args.result)
-    /\ Explains(X, "ended")
+    /\ \E x \in {X} :
+        /\ InvokeEnd(E.node, x, E.args.result)
+        /\ Explains(x, "ended")
 
 IsRenew ==
     /\ Logged("renew")
-    /\ Renew(E.node, X)
-    /\ ExplainsRead(X, IF X \in lost'[E.node] THEN "refused" ELSE "renewed", IdleRead(X))
+    /\ \E x \in {X} :
+        /\ Renew(E.node, x)
+        /\ ExplainsRead(x, IF x \in lost'[E.node] THEN "refused" ELSE "renewed", IdleRead(x))
 
 IsAck ==
     /\ Logged("ack")
-    /\ Ack(E.node, X)
-    /\ ExplainsRead(X, IF faults' > faults THEN "failed" ELSE "acked", IdleRead(X))
+    /\ \E x \in {X} :
+        /\ Ack(E.node, x)
+        /\ ExplainsRead(x, IF faults' > faults THEN "failed" ELSE "acked", IdleRead(x))
 
 IsRelease ==
     /\ Logged("release")
-    /\ Release(E.node, X)
-    /\ ExplainsRead(X, IF status[X] = "pending" /\ (owner[X] = E.node \/ ~RenewOwnerCheck)
-                       THEN "touched" ELSE "refused", IdleRead(X))
+    /\ \E x \in {X} :
+        /\ Release(E.node, x)
+        /\ ExplainsRead(x, IF status[x] = "pending" /\ (owner[x] = E.node \/ ~RenewOwnerCheck)
+                           THEN "touched" ELSE "refused", IdleRead(x))
 
 \* Never enabled: a line on an entry past the model's Entries only says why it is rejected.
 EntryPastModel ==
