@@ -41,11 +41,31 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Batch:
-    """Traces of one system sharing the spec's constants, checked in one TLC run."""
+    """Traces of one system checked in one TLC run: the constants they share, and those whose
+    values differ between them (`varying`: one value per trace, in the batch's order)."""
 
     system: System
     constants: tuple[tuple[str, Any], ...]
     traces: tuple[Trace, ...]
+    varying: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+
+
+def make_batch(system: System, traces: list[Trace] | tuple[Trace, ...]) -> Batch:
+    """A batch of `traces`: each constant the traces' headers (or sizes) give alike is shared,
+    the others vary per trace. The per-trace constants that the spec itself indexes with the
+    trace number (`per_trace`) are left to `render_batch`."""
+    each = per_trace(system)
+    values = [{n: v for n, v in constants_for(system, t).items() if n not in each} for t in traces]
+    names = sorted(values[0]) if values else []
+    shared, varying = [], []
+    for n in names:
+        column = tuple(v[n] for v in values)
+        # Alike as TLA+ (1 and true are equal in Python, not in TLA+).
+        if len({json.dumps(c, sort_keys=True) for c in column}) == 1:
+            shared.append((n, column[0]))
+        else:
+            varying.append((n, column))
+    return Batch(system, tuple(shared), tuple(traces), tuple(varying))
 
 
 @dataclass(frozen=True)
@@ -66,29 +86,22 @@ MAX_BATCH_EVENTS = 60_000
 
 
 def group(traces: list[Trace], system: System, batch_size: int) -> list[Batch]:
-    """Traces grouped by the constants their headers give, in batches of at most `batch_size`
-    traces and `MAX_BATCH_EVENTS` events (a longer trace has a batch of its own)."""
-    groups: dict[str, list[Trace]] = defaultdict(list)
-    consts: dict[str, tuple[tuple[str, Any], ...]] = {}
-    each = per_trace(system)
-    for t in traces:
-        # Per-trace constants (fault counts) do not split batches: each trace gets its own value.
-        c = tuple(sorted((n, v) for n, v in constants_for(system, t).items() if n not in each))
-        key = json.dumps(c, sort_keys=True)
-        groups[key].append(t)
-        consts[key] = c
+    """A system's traces in batches of at most `batch_size` traces and `MAX_BATCH_EVENTS`
+    events (a longer trace has a batch of its own), whatever constants their headers give: a
+    constant that differs within a batch is given per trace (`render_batch`), so that runs with
+    other settings, gates, nodes or sizes share a TLC run instead of each paying for its own
+    JVM and parse. Smallest first, so that the batches split by the event bound are alike."""
     out = []
-    for key, members in groups.items():
-        current: list[Trace] = []
-        events = 0
-        for t in members:
-            if current and (len(current) >= batch_size or events + len(t.events) > MAX_BATCH_EVENTS):
-                out.append(Batch(system, consts[key], tuple(current)))
-                current, events = [], 0
-            current.append(t)
-            events += len(t.events)
-        if current:
-            out.append(Batch(system, consts[key], tuple(current)))
+    current: list[Trace] = []
+    events = 0
+    for t in sorted(traces, key=lambda t: len(t.events)):
+        if current and (len(current) >= batch_size or events + len(t.events) > MAX_BATCH_EVENTS):
+            out.append(make_batch(system, current))
+            current, events = [], 0
+        current.append(t)
+        events += len(t.events)
+    if current:
+        out.append(make_batch(system, current))
     return out
 
 
@@ -106,18 +119,27 @@ def constant_text(name: str, value: Any) -> str:
 
 
 def render_batch(batch: Batch) -> dict[str, str]:
-    """The generated files of a batch: TraceData.tla, TraceRun.tla, TraceRun.cfg."""
+    """The generated files of a batch: TraceData.tla, TraceRun.tla, TraceRun.cfg.
+
+    Constants shared by the batch are substituted in the cfg, as for any model. Where some vary
+    per trace, TLC (2.15) cannot substitute a constant with anything that depends on the trace
+    number, a variable; TraceRun then instantiates the trace spec once per trace number `i`,
+    with each varying constant bound to trace i's value (`lp_Trace(i)`), and its Init and Next
+    are trace i's when t = i: each trace is checked against the spec with its own constants,
+    as alone. (The spec's own ASSUMEs are checked with the first trace's values.)"""
     literals = [trace_literal(t.events, batch.system.time_fields, label=t.source) for t in batch.traces]
     constants = [(n, constant_text(n, v)) for n, v in batch.constants]
-    # Per-trace constants: <<value for trace 1, ..., trace n>>, in the batch's order (Traces[t]).
+    # Per-trace constants the spec indexes itself: <<value for trace 1, ..., trace n>>, in the
+    # batch's order (Traces[t]).
     for n in sorted(per_trace(batch.system)):
         values = [constants_for(batch.system, t)[n] for t in batch.traces]
         constants.append((n, "<<" + ", ".join(constant_text(n, v) for v in values) + ">>"))
+    varying = [(n, [constant_text(n, v) for v in column]) for n, column in batch.varying]
     env = _env()
     return {
         "TraceData.tla": env.get_template("TraceData.tla.j2").render(count=len(literals), system=batch.system.name, traces=literals),
-        "TraceRun.tla": env.get_template("TraceRun.tla.j2").render(spec=batch.system.spec, constants=constants),
-        "TraceRun.cfg": env.get_template("TraceRun.cfg.j2").render(constants=constants),
+        "TraceRun.tla": env.get_template("TraceRun.tla.j2").render(spec=batch.system.spec, constants=constants, varying=varying),
+        "TraceRun.cfg": env.get_template("TraceRun.cfg.j2").render(constants=constants, varying=varying),
     }
 
 
@@ -269,5 +291,5 @@ def check_batch(batch: Batch, tlc: Tlc, workers: int | None = None, keep_dir: Pa
         return [TraceVerdict(batch.traces[0].source, TraceKind.INCONCLUSIVE, reason=inconclusive_reason(batch, verdict, output))]
     log.info("TLC failed on a batch of %d traces (%s); splitting it", len(batch.traces), verdict.summary())
     half = len(batch.traces) // 2
-    return (check_batch(Batch(batch.system, batch.constants, batch.traces[:half]), tlc, workers, None, on_run, heap_mb)
-            + check_batch(Batch(batch.system, batch.constants, batch.traces[half:]), tlc, workers, None, on_run, heap_mb))
+    return (check_batch(make_batch(batch.system, batch.traces[:half]), tlc, workers, None, on_run, heap_mb)
+            + check_batch(make_batch(batch.system, batch.traces[half:]), tlc, workers, None, on_run, heap_mb))

@@ -187,8 +187,8 @@ def test_a_leaseproof_failure_on_one_batch_leaves_the_others(tlc: Tlc, systems: 
         return real(batch, *args, **kwargs)
 
     monkeypatch.setattr(check, "check_batch", flaky)
-    # Another limit, so another group of constants and another batch.
-    verdicts = check_traces([make("good", [("n1", 1)]), make("poison", [("n1", 1)], limit=7)], systems, tlc)
+    # One trace per batch: the poisoned batch is another than the good trace's.
+    verdicts = check_traces([make("good", [("n1", 1)]), make("poison", [("n1", 1)], limit=7)], systems, tlc, batch_size=1)
     assert [v.kind for v in verdicts] == [TraceKind.ACCEPTED, TraceKind.INCONCLUSIVE]
     assert verdicts[1].reason == "a bug in leaseproof while checking this batch (ValueError: cannot happen); please report it"
 
@@ -331,3 +331,23 @@ def test_per_trace_constants_do_not_split_batches() -> None:
     run = render_batch(batches[0])["TraceRun.tla"]
     lag = t.header.get("faults", {}).get("heartbeat_lag", 0)
     assert f"lp_LagBudget == <<{lag}, 7>>" in run
+
+
+def test_traces_with_other_constants_share_a_batch_each_checked_with_its_own(tlc: Tlc, systems: dict[str, Any]) -> None:
+    # Other limits and node sets used to split the batches (a JVM start and a parse each). In
+    # one batch now, each trace must still be checked against its own constants: with the first
+    # trace's limit (7) for all, "past-3" would pass; with its own (3) it is rejected at x = 4.
+    from conformance.traces.batch import group, render_batch
+
+    traces = [
+        make("to-7", [("n1", x) for x in range(1, 8)], limit=7),
+        make("past-3", [("n1", x) for x in range(1, 5)], limit=3),
+        make("three-nodes", [("n3", 1), ("n1", 2)], nodes=["n1", "n2", "n3"], limit=3),
+    ]
+    batches = group(traces, systems["counter"], batch_size=10)
+    assert len(batches) == 1
+    assert {n for n, _ in batches[0].varying} == {"Limit", "Nodes"} and dict(batches[0].constants)["Cap"] == 1000
+    assert "lp_Trace(i) == INSTANCE TraceCounter WITH " in render_batch(batches[0])["TraceRun.tla"]
+    verdicts = check_traces(traces, systems, tlc)
+    assert [v.kind for v in verdicts] == [TraceKind.ACCEPTED, TraceKind.REJECTED, TraceKind.ACCEPTED], [v.describe() for v in verdicts]
+    assert verdicts[1].line == 4, verdicts[1].describe()
