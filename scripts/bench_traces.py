@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
 """Benchmark: check one set of traces one trace per TLC run, then batched; verdicts must agree.
 
-    python3 scripts/bench_traces.py                     # 300 synthetic Counter traces, a third corrupted
-    python3 scripts/bench_traces.py --root . out/traces # recorded traces of the real systems
+    python3 scripts/bench_traces.py                           # 300 synthetic Counter traces
+    scripts/record_traces.sh out/traces                       # then, on what it recorded:
+    python3 scripts/bench_traces.py --root . --sample 360 out/traces
 
-Prints the wall time of both ways and the speedup. Exits 1 if any verdict differs.
+Per system it prints the traces, their events, the TLC runs, the seconds both ways (and per
+trace), the distinct states the batched search found per trace, and the speedup; then the
+whole set's. `--sample N` takes N traces spread over the systems and the folders they came
+from (a fixed seed picks them), so that the one-trace-per-run side stays minutes long; a
+trace that reading already decided (malformed, skipped) takes no TLC run either way and is
+left out. Exits 1 if any verdict differs between the two ways.
 """
 
 from __future__ import annotations
@@ -14,13 +20,17 @@ import json
 import random
 import sys
 import time
+from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.check.runner import Tlc
+from conformance.output.verdict import Verdict
+from conformance.traces.batch import Batch
 from conformance.traces.check import check_traces
 from conformance.traces.read import parse_trace, read_trace_file, trace_files
-from conformance.traces.system import load_systems
-from conformance.traces.trace import Trace, TraceKind
+from conformance.traces.system import System, load_systems
+from conformance.traces.trace import Trace, TraceKind, TraceVerdict
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "project"
 
@@ -47,39 +57,112 @@ def synthetic(count: int, length: int, seed: int) -> list[Trace]:
     return traces
 
 
+def sample(traces: list[Trace], n: int, seed: int) -> list[Trace]:
+    """`n` traces (all if fewer), taken in turn from each (system, folder) in a fixed random
+    order, so that every system and every source of the set is represented."""
+    rng = random.Random(seed)
+    pools: dict[tuple[str, str], list[Trace]] = defaultdict(list)
+    for t in traces:
+        pools[(t.header.get("system", "?"), str(Path(t.source).parent))].append(t)
+    for pool in pools.values():
+        rng.shuffle(pool)
+    order = sorted(pools)
+    out: list[Trace] = []
+    while len(out) < n and any(pools.values()):
+        for key in order:
+            if pools[key] and len(out) < n:
+                out.append(pools[key].pop())
+    return sorted(out, key=lambda t: t.source)
+
+
+@dataclass
+class Way:
+    """One way of checking the traces: wall seconds in all, and per system the TLC runs, their
+    seconds (each run's own, summed) and the distinct states they found."""
+
+    seconds: float = 0.0
+    runs: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    run_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    distinct: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    verdicts: list[TraceVerdict] = field(default_factory=list)
+
+
+def check(traces: list[Trace], systems: dict[str, System], tlc: Tlc, jobs: int, batch_size: int | None) -> Way:
+    """Check `traces` (batched, or one per run with `batch_size=1`) in one call and time it."""
+    way = Way()
+
+    def on_run(batch: Batch, verdict: Verdict) -> None:
+        name = batch.system.name
+        way.runs[name] += 1
+        way.run_seconds[name] += verdict.stats.seconds
+        way.distinct[name] += verdict.stats.distinct_states or 0
+
+    start = time.monotonic()
+    kwargs = {"batch_size": batch_size} if batch_size else {}
+    way.verdicts = check_traces(list(traces), systems, tlc, jobs=jobs, on_run=on_run, **kwargs)
+    way.seconds = time.monotonic() - start
+    return way
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", type=Path, help="trace files or directories (default: synthetic)")
     p.add_argument("--root", type=Path, default=None, help="project with traces/systems (default: the fixture project)")
-    p.add_argument("--count", type=int, default=300)
-    p.add_argument("--length", type=int, default=20)
+    p.add_argument("--count", type=int, default=300, help="synthetic traces (without paths)")
+    p.add_argument("--length", type=int, default=20, help="steps per synthetic trace")
+    p.add_argument("--sample", type=int, default=0, help="check this many of the traces found (0: all)")
     p.add_argument("--jobs", type=int, default=2, help="TLC runs side by side, both ways (default 2)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--batched-only", action="store_true", help="skip the one-trace-per-run side (no speedup)")
     args = p.parse_args()
 
     root = args.root or FIXTURE
     systems = load_systems(root)
-    items = [read_trace_file(f) for f in trace_files(args.paths)] if args.paths else synthetic(args.count, args.length, args.seed)
+    if args.paths:
+        read = [read_trace_file(f) for f in trace_files(args.paths)]
+        traces = [t for t in read if isinstance(t, Trace) and t.header.get("system") in systems]
+        if args.sample:
+            traces = sample(traces, args.sample, args.seed)
+        print(f"{len(traces)} traces checked of {len(read)} files read")
+    else:
+        traces = synthetic(args.count, args.length, args.seed)
     tlc = Tlc.locate()
-    print(f"{len(items)} traces, {args.jobs} TLC runs side by side")
+    batched = check(traces, systems, tlc, args.jobs, None)
+    alone = None if args.batched_only else check(traces, systems, tlc, args.jobs, 1)
 
-    start = time.monotonic()
-    batched = check_traces(items, systems, tlc, jobs=args.jobs)
-    t_batched = time.monotonic() - start
-    print(f"batched:          {t_batched:8.1f} s")
-
-    start = time.monotonic()
-    alone = check_traces(items, systems, tlc, batch_size=1, jobs=args.jobs)
-    t_alone = time.monotonic() - start
-    print(f"one trace per run:{t_alone:8.1f} s ({t_alone / max(1, len(items)):.2f} s a trace)")
-
-    kinds = {k: sum(v.kind is k for v in batched) for k in TraceKind}
-    print("verdicts: " + ", ".join(f"{n} {k.value}" for k, n in kinds.items() if n))
-    if batched != alone:
-        differ = [(a.source, a.describe(), b.describe()) for a, b in zip(batched, alone) if a != b]
+    # Per system: the TLC runs' own seconds (runs overlap, so these add up to more than the wall
+    # time when jobs > 1); the last line is the wall time of each way in all.
+    print(f"{args.jobs} TLC runs side by side; per system, seconds are the sum of its TLC runs' own")
+    cols = f"{'system':<10} {'traces':>6} {'events':>7} {'runs':>5} {'batched s':>9} {'ms/trace':>8} {'states/trace':>12}"
+    print(cols + ("" if alone is None else f" {'runs':>5} {'alone s':>8} {'ms/trace':>8} {'speedup':>7}"))
+    by_system: dict[str, list[Trace]] = defaultdict(list)
+    for t in traces:
+        by_system[t.header["system"]].append(t)
+    for name in sorted(by_system):
+        ts = by_system[name]
+        b = batched.run_seconds[name]
+        line = (f"{name:<10} {len(ts):>6} {sum(len(t.events) for t in ts):>7} {batched.runs[name]:>5} {b:>9.1f}"
+                f" {1000 * b / len(ts):>8.0f} {batched.distinct[name] / len(ts):>12.1f}")
+        if alone is not None:
+            a = alone.run_seconds[name]
+            line += f" {alone.runs[name]:>5} {a:>8.1f} {1000 * a / len(ts):>8.0f} {a / max(b, 1e-9):>6.1f}x"
+        print(line)
+    n = max(1, len(traces))
+    line = f"{'all (wall)':<10} {len(traces):>6} {sum(len(t.events) for t in traces):>7} {sum(batched.runs.values()):>5} {batched.seconds:>9.1f} {1000 * batched.seconds / n:>8.0f} {'':>12}"
+    if alone is not None:
+        line += f" {sum(alone.runs.values()):>5} {alone.seconds:>8.1f} {1000 * alone.seconds / n:>8.0f} {alone.seconds / batched.seconds:>6.1f}x"
+    print(line)
+    kinds: dict[TraceKind, int] = defaultdict(int)
+    for v in batched.verdicts:
+        kinds[v.kind] += 1
+    print("verdicts: " + ", ".join(f"{k} {kind.value}" for kind, k in kinds.items()))
+    if alone is None:
+        return 0
+    differ = [(a.source, a.describe(), b.describe()) for a, b in zip(batched.verdicts, alone.verdicts) if a != b]
+    if differ:
         print(f"VERDICTS DIFFER for {len(differ)} traces, e.g. {differ[:3]}")
         return 1
-    print(f"verdicts identical; speedup {t_alone / t_batched:.1f}x")
+    print(f"verdicts identical; speedup {alone.seconds / batched.seconds:.1f}x")
     return 0
 
 
