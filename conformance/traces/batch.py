@@ -32,6 +32,7 @@ from conformance.output.values import format_value, parse_value
 from conformance.output.verdict import Kind, Verdict, verdict_from_output
 from conformance.tlc.command import TlcInvocation, tlc_command
 from conformance.tlc.process import run_tlc
+from conformance.models.declared import declared_constants
 from conformance.traces.system import System, constants_for, per_trace
 from conformance.traces.to_tla import tla_value, trace_literal
 from conformance.traces.trace import Diff, Trace, TraceKind, TraceVerdict
@@ -50,10 +51,23 @@ class Batch:
     varying: tuple[tuple[str, tuple[Any, ...]], ...] = ()
 
 
+def declared(system: System) -> frozenset[str]:
+    """The constants the system's trace spec declares (its EXTENDS included): only those can
+    take a value per trace (an INSTANCE substitutes declared constants, not the definitions a
+    cfg may also override, such as the engine's RenewAhead)."""
+    return _declared(system.spec_path)
+
+
+@cache
+def _declared(spec_path: Path) -> frozenset[str]:
+    return frozenset(declared_constants(spec_path))
+
+
 def make_batch(system: System, traces: list[Trace] | tuple[Trace, ...]) -> Batch:
     """A batch of `traces`: each constant the traces' headers (or sizes) give alike is shared,
-    the others vary per trace. The per-trace constants that the spec itself indexes with the
-    trace number (`per_trace`) are left to `render_batch`."""
+    the others vary per trace (declared constants only: `group` splits by the rest). The
+    per-trace constants that the spec itself indexes with the trace number (`per_trace`) are
+    left to `render_batch`."""
     each = per_trace(system)
     values = [{n: v for n, v in constants_for(system, t).items() if n not in each} for t in traces]
     names = sorted(values[0]) if values else []
@@ -63,8 +77,10 @@ def make_batch(system: System, traces: list[Trace] | tuple[Trace, ...]) -> Batch
         # Alike as TLA+ (1 and true are equal in Python, not in TLA+).
         if len({json.dumps(c, sort_keys=True) for c in column}) == 1:
             shared.append((n, column[0]))
-        else:
+        elif n in declared(system):
             varying.append((n, column))
+        else:
+            raise ValueError(f"{n} is not a declared constant of {system.spec} and differs within a batch")
     return Batch(system, tuple(shared), tuple(traces), tuple(varying))
 
 
@@ -87,21 +103,28 @@ MAX_BATCH_EVENTS = 60_000
 
 def group(traces: list[Trace], system: System, batch_size: int) -> list[Batch]:
     """A system's traces in batches of at most `batch_size` traces and `MAX_BATCH_EVENTS`
-    events (a longer trace has a batch of its own), whatever constants their headers give: a
-    constant that differs within a batch is given per trace (`render_batch`), so that runs with
-    other settings, gates, nodes or sizes share a TLC run instead of each paying for its own
-    JVM and parse. Smallest first, so that the batches split by the event bound are alike."""
+    events (a longer trace has a batch of its own). A declared constant that differs within a
+    batch is given per trace (`render_batch`), so that runs with other settings, gates, nodes or
+    sizes share a TLC run instead of each paying for its own JVM and parse; only a value given
+    to an overridden definition (not a declared constant) splits the traces into groups.
+    Smallest first, so that the batches split by the event bound are alike."""
+    fixed = sorted(set(system.constants) - declared(system) - per_trace(system))
+    groups: dict[str, list[Trace]] = defaultdict(list)
+    for t in traces:
+        c = constants_for(system, t)
+        groups[json.dumps([c[n] for n in fixed], sort_keys=True)].append(t)
     out = []
-    current: list[Trace] = []
-    events = 0
-    for t in sorted(traces, key=lambda t: len(t.events)):
-        if current and (len(current) >= batch_size or events + len(t.events) > MAX_BATCH_EVENTS):
+    for members in groups.values():
+        current: list[Trace] = []
+        events = 0
+        for t in sorted(members, key=lambda t: len(t.events)):
+            if current and (len(current) >= batch_size or events + len(t.events) > MAX_BATCH_EVENTS):
+                out.append(make_batch(system, current))
+                current, events = [], 0
+            current.append(t)
+            events += len(t.events)
+        if current:
             out.append(make_batch(system, current))
-            current, events = [], 0
-        current.append(t)
-        events += len(t.events)
-    if current:
-        out.append(make_batch(system, current))
     return out
 
 

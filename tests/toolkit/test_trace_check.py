@@ -351,3 +351,23 @@ def test_traces_with_other_constants_share_a_batch_each_checked_with_its_own(tlc
     verdicts = check_traces(traces, systems, tlc)
     assert [v.kind for v in verdicts] == [TraceKind.ACCEPTED, TraceKind.REJECTED, TraceKind.ACCEPTED], [v.describe() for v in verdicts]
     assert verdicts[1].line == 4, verdicts[1].describe()
+
+
+def test_only_a_value_for_an_overridden_definition_splits_the_batch() -> None:
+    # An INSTANCE substitutes declared constants only: the engine's RenewAhead is a definition
+    # its cfg overrides, so another renew interval needs a TLC run of its own; another lease
+    # (a declared constant) shares the batch, given per trace.
+    from conformance.traces.batch import group, render_batch
+
+    root = Path(__file__).resolve().parents[2]
+    engine = load_systems(root)["engine"]
+    t = read_trace_file(root / "traces" / "corpus" / "engine" / "accepted" / "node-crash-then-fetch.ndjson")
+    assert isinstance(t, Trace)
+    settings = t.header["settings"]
+    lease = Trace("lease", {**t.header, "settings": {**settings, "lease_ms": settings["lease_ms"] + 1}}, t.events)
+    renew = Trace("renew", {**t.header, "settings": {**settings, "renew_interval_ms": settings["renew_interval_ms"] + 1}}, t.events)
+    batches = group([t, lease, renew], engine, batch_size=10)
+    assert sorted(len(b.traces) for b in batches) == [1, 2]
+    pair = next(b for b in batches if len(b.traces) == 2)
+    assert [n for n, _ in pair.varying] == ["Lease"]
+    assert "WITH Lease <- lp_Lease[i]" in render_batch(pair)["TraceRun.tla"]
