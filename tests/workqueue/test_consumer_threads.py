@@ -1,5 +1,6 @@
-"""The real consumer's threads: the poller's wait for a permit (woken by a handler's finish, not
-by its poll interval).
+"""The real consumer's threads: the executor that runs handlers (threads kept for the next task,
+the bound, rejection) and the poller's wait for a permit (woken by a handler's finish, not by its
+poll interval).
 
 Event-driven: every wait that decides a verdict is on something the code under test signals;
 the timeouts only bound a hang (the poll interval in the poller tests is an hour).
@@ -11,11 +12,72 @@ import threading
 
 import pytest
 
+from impl.workqueue.consumer import ExecutorRejected, ThreadExecutor
 from impl.workqueue.core import Invocation
 
 from .conftest import FAST, Harness
 
 HOUR_MS = 3_600_000
+
+
+def test_a_thread_whose_task_returned_runs_the_next_one() -> None:
+    ex = ThreadExecutor(2, keep_alive_s=60)
+    threads: list[threading.Thread] = []
+    ex.submit(lambda: threads.append(threading.current_thread()))
+    assert ex.wait_idle(10)
+    ex.submit(lambda: threads.append(threading.current_thread()))
+    assert ex.wait_idle(10)
+    assert len(threads) == 2 and threads[0] is threads[1]
+
+
+def test_tasks_at_once_run_on_threads_of_their_own_within_the_bound() -> None:
+    ex = ThreadExecutor(2, keep_alive_s=60)
+    go = threading.Event()
+    started = [threading.Event(), threading.Event()]
+    threads: list[threading.Thread] = []
+
+    def task(i: int) -> None:
+        threads.append(threading.current_thread())
+        started[i].set()
+        go.wait(10)
+
+    ex.submit(lambda: task(0))
+    ex.submit(lambda: task(1))
+    assert all(s.wait(10) for s in started)
+    with pytest.raises(ExecutorRejected):
+        ex.submit(lambda: None)  # two running: saturated
+    assert ex.running == 2 and threads[0] is not threads[1]
+    go.set()
+    assert ex.wait_idle(10) and ex.running == 0
+    ex.reject_all = True
+    with pytest.raises(ExecutorRejected):
+        ex.submit(lambda: None)
+
+
+def test_a_failing_task_is_reported_and_the_executor_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    ex = ThreadExecutor(1, keep_alive_s=60)
+    ran = threading.Event()
+
+    def fail() -> None:
+        raise RuntimeError("handler bug")
+
+    ex.submit(fail)
+    assert ex.wait_idle(10) and ex.running == 0
+    ex.submit(ran.set)
+    assert ran.wait(10)
+    assert "an executor task failed" in caplog.text
+
+
+def test_an_idle_thread_ends_after_keep_alive() -> None:
+    ex = ThreadExecutor(1, keep_alive_s=0)
+    threads: list[threading.Thread] = []
+    ex.submit(lambda: threads.append(threading.current_thread()))
+    assert ex.wait_idle(10)
+    threads[0].join(10)
+    assert not threads[0].is_alive()
+    ran = threading.Event()
+    ex.submit(ran.set)  # a new thread starts for the next task
+    assert ran.wait(10)
 
 
 @pytest.mark.redis
