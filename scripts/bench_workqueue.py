@@ -1,77 +1,208 @@
 #!/usr/bin/env python3
-"""Messages per second through the reference work queue on a real Redis, with one and with two
-consumer processes (trivial handler: done at once; every step recorded in the trace).
+"""Messages per second through the reference work queue on a real Redis, beside the Redis limit
+for the same work measured in the same run, with one and with two consumer processes.
 
-    python scripts/bench_workqueue.py --messages 2000 --redis redis://127.0.0.1:6379/0
+    python scripts/bench_workqueue.py --messages 2000 --redis redis://127.0.0.1:6379/9
+
+Both sides drain the same number of messages, offered beforehand with the queue's own `offer`
+script (not timed), from the same number of processes:
+
+- queue: `Consumer` processes (poller, heartbeat and handler threads; trivial handler, done at
+  once), every step recorded as a trace event by its script;
+- raw: one loop per process issuing, back to back, the scripts one message costs the queue
+  (receive_new, invoke_start, invoke_end, ack: `store.QueueStore`, the same scripts with the same
+  keys and arguments, so the same trace events), with no queue logic around them;
+- raw xC: the same with C = `concurrency` loops (threads) per process, as many messages in flight
+  as the queue may have. One loop waits out every round trip; the queue's poller and handlers
+  overlap theirs, so on a loaded machine, where a round trip is mostly waiting for a core, the
+  queue can pass the one-loop figure (ratio below 1): xC is the limit for that much overlap.
+
+The rate is messages over the span of the run's trace, from its first step after the offers to
+its last (the server's clock; process start-up is not counted). On a machine shared with other
+jobs one drain's rate swings by 2x or more, so each side runs `--repeat` times, alternating raw
+and queue, and the best of each is printed (the least disturbed run); `ratio` is raw / queue. The
+queue's duplicates are invocations started while another of the same entry ran
+(`analysis.duplicate_invocations`); with `--trace-dir` each queue run's trace is exported and
+checked against its TLA+ spec (`python -m conformance.cli traces check`), and its verdict printed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing as mp
+import subprocess
+import sys
+import threading
 import time
 import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import redis
 
 from impl.clock import WallClock
+from impl.workqueue import analysis, recording
 from impl.workqueue.config import Gates, Settings
 from impl.workqueue.consumer import Consumer
 from impl.workqueue.runner import connect
 from impl.workqueue.store import QueueStore
 
 SETTINGS = Settings(visibility_timeout_ms=5_000, max_processing_ms=10_000, concurrency=4, poll_interval_ms=5)
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def _consume(url: str, prefix: str, name: str, stop, ready) -> None:  # type: ignore[no-untyped-def]
+@dataclass
+class Result:
+    """One drain: its rate, what its trace recorded, and (queue runs) the trace's verdict."""
+
+    messages: int
+    seconds: float
+    events: int
+    duplicates: int
+    rejected: int = 0
+    trace: Path | None = None
+    verdict: str = "-"
+
+    @property
+    def rate(self) -> float:
+        return self.messages / self.seconds if self.seconds > 0 else float("inf")
+
+
+def _consume(url: str, prefix: str, name: str, ready: Any, go: Any, stop: Any, out: Any) -> None:
     queue = QueueStore(redis.Redis.from_url(url), prefix, url=url)
-    consumer = Consumer(queue, name, lambda inv: True, settings=SETTINGS, gates=Gates(), clock=WallClock()).start()
+    consumer = Consumer(queue, name, lambda inv: True, settings=SETTINGS, gates=Gates(), clock=WallClock())
     ready.set()
+    go.wait()
+    consumer.start()
     stop.wait()
     consumer.close(timeout_s=10)
+    out.put((name, consumer.node.stats["rejected"], len(consumer.errors)))
 
 
-def bench(url: str, messages: int, consumers: int) -> tuple[float, int]:
-    """Seconds to drain `messages` pre-offered messages with `consumers` processes, and the
-    number of trace events recorded."""
+def _raw(url: str, prefix: str, name: str, ready: Any, go: Any, stop: Any, out: Any, loops: int = 1) -> None:
+    store = QueueStore(redis.Redis.from_url(url), prefix, url=url)
+    clock = WallClock()
+
+    def loop() -> None:
+        while (d := store.receive_new(name, clock.now_ms())) is not None:
+            store.invoke_start(name, clock.now_ms(), d.entry, "started")
+            store.invoke_end(name, clock.now_ms(), d.entry, "done")
+            store.ack(name, clock.now_ms(), d.entry, d.cmd)
+
+    threads = [threading.Thread(target=loop) for _ in range(loops)]
+    ready.set()
+    go.wait()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out.put((name, 0, 0))
+
+
+def drain(url: str, messages: int, procs: int, kind: str, trace_dir: Path | None = None, loops: int = 1) -> Result:
+    """Offer `messages`, then drain them with `procs` processes running `kind` ('queue', or
+    'raw' with `loops` script loops per process); the rate is measured over the trace's span
+    after the offers."""
     client = connect(url)
-    prefix = f"lp-bench-{uuid.uuid4().hex[:8]}"
+    prefix = f"lp-bench-{kind}-{uuid.uuid4().hex[:8]}"
     queue = QueueStore(client, prefix, url=url)
     clock = WallClock()
     for i in range(messages):
         queue.offer("producer", clock.now_ms(), f"m{i}")
     ctx = mp.get_context("spawn")
-    stop = ctx.Event()
-    readies = [ctx.Event() for _ in range(consumers)]
-    t0 = time.perf_counter()
-    procs = [ctx.Process(target=_consume, args=(url, prefix, f"c{i}", stop, readies[i]), daemon=True)
-             for i in range(consumers)]
-    for p in procs:
+    go, stop, out = ctx.Event(), ctx.Event(), ctx.Queue()
+    readies = [ctx.Event() for _ in range(procs)]
+    names = [f"c{i + 1}" for i in range(procs)]
+    workers = [ctx.Process(target=_consume, args=(url, prefix, names[i], readies[i], go, stop, out), daemon=True)
+               if kind == "queue" else
+               ctx.Process(target=_raw, args=(url, prefix, names[i], readies[i], go, stop, out, loops), daemon=True)
+               for i in range(procs)]
+    for p in workers:
         p.start()
     for r in readies:
-        r.wait(30)
-    t_start = time.perf_counter()
-    while queue.stream_length() > 0:
+        r.wait(60)
+    go.set()
+    deadline = time.monotonic() + 600
+    while queue.stream_length() > 0 and time.monotonic() < deadline:
         time.sleep(0.005)
-    elapsed = time.perf_counter() - t_start
     stop.set()
-    for p in procs:
+    rejected = errors = 0
+    for _ in workers:
+        _, r, e = out.get(timeout=60)
+        rejected, errors = rejected + r, errors + e
+    for p in workers:
         p.join(20)
-    events = client.llen(queue.trace_key)
+    events = queue.events()
+    after = [ev["now"] for ev in events if ev["op"] != "offer"]
+    seconds = (max(after) - min(after)) / 1000 if after else 0.0
+    result = Result(messages, seconds, len(events), analysis.duplicate_invocations(events), rejected)
+    if errors:
+        result.verdict = f"{errors} consumer error(s)"
+    if trace_dir is not None and kind == "queue":
+        result.trace = recording.export(
+            trace_dir / f"bench-workqueue-{procs}c-{prefix}.ndjson", queue, system="workqueue", settings=SETTINGS,
+            gates=Gates(), nodes=["producer", *names], run=f"bench_workqueue {procs} consumer(s) {prefix}",
+            faults=recording.fault_counts(queue, reject=rejected))
+        result.verdict = check_trace(result.trace)
+    if queue.stream_length() > 0:
+        result.verdict = f"{queue.stream_length()} left in the stream"
     queue.delete_keys()
-    return elapsed, events
+    client.close()
+    return result
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def check_trace(path: Path) -> str:
+    """The trace's verdict from `leaseproof traces check` (run as the project's command line)."""
+    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "traces", "check", "--root", str(ROOT),
+                           "--no-coverage", "--json", str(path)], capture_output=True, text=True, cwd=ROOT)
+    try:
+        verdicts = {v["verdict"] for v in json.loads(proc.stdout)["traces"]}
+        return ",".join(sorted(verdicts))
+    except (ValueError, KeyError, TypeError):
+        return f"check failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()[-300:]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--messages", type=int, default=2000)
+    ap.add_argument("--consumers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--redis", default="redis://127.0.0.1:6379/0")
-    args = ap.parse_args()
-    for n in (1, 2):
-        secs, events = bench(args.redis, args.messages, n)
-        print(f"{n} consumer(s): {args.messages} messages in {secs:.2f} s = {args.messages / secs:,.0f} msg/s "
-              f"({events} trace events)")
+    ap.add_argument("--repeat", type=int, default=3, help="drains per side; the best of each is printed")
+    ap.add_argument("--trace-dir", type=Path, default=None,
+                    help="export each queue run's trace here and check it (leaseproof traces check)")
+    args = ap.parse_args(argv)
+    if args.trace_dir is not None:
+        args.trace_dir.mkdir(parents=True, exist_ok=True)
+    c = SETTINGS.concurrency
+    print(f"best of {args.repeat} drains per side; dups and rejected summed over the queue's drains")
+    print(f"{'consumers':>9} {'messages':>8} {'queue msg/s':>11} {'raw msg/s':>9} {'ratio':>6} "
+          f"{f'raw x{c} msg/s':>12} {'ratio':>6} {'events':>7} {'dups':>4} {'rejected':>8}  trace")
+    ok = True
+    for n in args.consumers:
+        raws, raws_c, queues = [], [], []
+        for i in range(args.repeat):
+            raws.append(drain(args.redis, args.messages, n, "raw"))
+            raws_c.append(drain(args.redis, args.messages, n, "raw", loops=c))
+            # Only the last queue drain's trace is exported and checked (a check takes longer
+            # than a drain); every drain's duplicates count.
+            queues.append(drain(args.redis, args.messages, n, "queue",
+                                args.trace_dir if i == args.repeat - 1 else None))
+        raw = max(raws, key=lambda r: r.rate)
+        raw_c = max(raws_c, key=lambda r: r.rate)
+        q = max(queues, key=lambda r: r.rate)
+        duplicates = sum(r.duplicates for r in queues)
+        rejected = sum(r.rejected for r in queues)
+        # The last drain's verdict (its trace's), then any other drain's trouble.
+        verdicts = [queues[-1].verdict, *(r.verdict for r in queues[:-1] if r.verdict != "-")]
+        ok = ok and duplicates == 0 and all(v in ("-", "accepted") for v in verdicts)
+        print(f"{n:>9} {args.messages:>8} {q.rate:>11,.0f} {raw.rate:>9,.0f} {raw.rate / q.rate:>6.2f} "
+              f"{raw_c.rate:>12,.0f} {raw_c.rate / q.rate:>6.2f} "
+              f"{q.events:>7} {duplicates:>4} {rejected:>8}  {'; '.join(verdicts)}"
+              + (f" ({queues[-1].trace})" if queues[-1].trace else ""), flush=True)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

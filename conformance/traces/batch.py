@@ -96,6 +96,10 @@ class Prints:
 # TLC's heap for a trace batch, in MiB: a huge batch ends in an out-of-memory error (then the
 # batch is split, and a trace too big alone is inconclusive), never in a machine out of memory.
 TRACE_HEAP_MB = 2048
+# TLC's thread stack for trace batches: its evaluation recurses deeper as a model's Entries grow
+# (a work-queue trace of 600 messages overflowed the JVM's default 1 MiB at its third line and
+# came out inconclusive; 2,000 messages pass with this). Only the pages used are committed.
+TRACE_STACK = "-Xss64m"
 # Events per batch at most, whatever `batch_size` says: the generated module's size (SANY's
 # parse) and the search grow with it.
 MAX_BATCH_EVENTS = 60_000
@@ -270,7 +274,7 @@ def run_batch(batch: Batch, tlc: Tlc, workers: int, keep_dir: Path | None = None
         (run_dir / "tmp").mkdir()
         cmd = tlc_command(TlcInvocation(java=tlc.java, jar=tlc.jar, module_file="TraceRun.tla", cfg_file="TraceRun.cfg",
                                         workers=workers, metadir="states", check_deadlock=False, tmpdir=str(run_dir / "tmp"),
-                                        java_options=("-XX:+UseParallelGC", f"-Xmx{heap_mb}m")))
+                                        java_options=("-XX:+UseParallelGC", f"-Xmx{heap_mb}m", TRACE_STACK)))
         raw = run_tlc(cmd, run_dir, batch.system.timeout)
     verdict = verdict_from_output(parse_messages(raw.output), exit_code=raw.exit_code, seconds=raw.seconds, timed_out=raw.timed_out)
     return verdict, raw.output

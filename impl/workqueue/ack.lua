@@ -6,7 +6,8 @@
 -- cmd (the delivery's command id, '' if none: names it even when the entry is already gone).
 local id = ARGV[4]
 -- The PEL record the ack replaces, read first: the trace logs its idle time (prelude idle_of).
-local args = {idle_ms = idle_of(redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1))}
+-- (An ack stamps nothing, so its `now` is its start, settled already.)
+local args = {idle_ms = idle_of(pending_read(KEYS[1], ARGV[1], id))}
 local cmd = entry_cmd(KEYS[1], id)
 if not cmd and ARGV[6] and ARGV[6] ~= '' then cmd = ARGV[6] end
 if ARGV[5] == '1' then

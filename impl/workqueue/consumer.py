@@ -2,7 +2,8 @@
 clock, around the steps of `node.py`.
 
     poller ──permit──> poll ──> reserve ──> executor.submit ──> [handler thread] start, handler, finish
-                                   └── rejected: invoke_start rejected, permit back, entry left pending
+      ^                            └── rejected: invoke_start rejected, permit back, entry left pending
+      └── no permit or nothing to do: wait poll_interval, woken early by a handler's finish ──┘
     heartbeat ── every VT/3 ──> renew every active entry (+ its command guard)
     close: stop polling; wait for handlers while still renewing; then stop the heartbeat
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -43,30 +45,66 @@ class ExecutorRejected(RuntimeError):
 
 
 class ThreadExecutor:
-    """Runs each task on its own daemon thread, at most `max_threads` at once (None: no bound);
-    past the bound `submit` raises `ExecutorRejected`, as a saturated Java executor does."""
+    """Runs each task on a daemon thread of its own, at most `max_threads` tasks at once (None:
+    no bound); past the bound `submit` raises `ExecutorRejected`, as a saturated Java executor
+    does.
 
-    def __init__(self, max_threads: int | None = None) -> None:
+    A thread whose task has returned waits up to `keep_alive_s` for the next task before it
+    ends, as a Java pool's worker does: starting a thread per task cost your poller a thread
+    start, and its wait for the new thread to run, on every message.
+
+        submit ──> tasks ──> idle thread (woken), or a new thread if none is idle
+                               └── task returns: running - 1; waits keep_alive_s for the next
+    """
+
+    def __init__(self, max_threads: int | None = None, keep_alive_s: float = 1.0) -> None:
         self.max_threads = max_threads
-        self.running = 0
+        self.keep_alive_s = keep_alive_s
+        self.running = 0  # tasks submitted and not yet returned
         self.reject_all = False  # a test switch: behave as a shut-down executor
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)  # `running` went down (wait_idle)
+        self._work = threading.Condition(self._lock)  # a task was queued (idle threads)
+        self._tasks: deque[Callable[[], None]] = deque()
+        self._idle = 0  # threads waiting for a task
 
     def submit(self, fn: Callable[[], None]) -> None:
-        """Start `fn` on a new thread, or raise `ExecutorRejected`."""
-        with self._cond:
+        """Run `fn` on a thread of its own (an idle one, or a new one), or raise `ExecutorRejected`."""
+        with self._lock:
             if self.reject_all or (self.max_threads is not None and self.running >= self.max_threads):
                 raise ExecutorRejected("executor saturated")
             self.running += 1
-        threading.Thread(target=self._run, args=(fn,), daemon=True).start()
+            self._tasks.append(fn)
+            if self._idle >= len(self._tasks):
+                self._work.notify()  # an idle thread takes it
+                return
+        threading.Thread(target=self._worker, daemon=True).start()
 
-    def _run(self, fn: Callable[[], None]) -> None:
-        try:
-            fn()
-        finally:
-            with self._cond:
-                self.running -= 1
-                self._cond.notify_all()
+    def _worker(self) -> None:
+        fn: Callable[[], None] | None = None
+        while True:
+            with self._lock:
+                if fn is not None:
+                    # The task has returned; from here, in one critical section, this thread
+                    # counts as idle: a submit that sees `running` drop finds it waiting.
+                    self.running -= 1
+                    self._cond.notify_all()
+                if not self._tasks:
+                    self._idle += 1
+                    self._work.wait_for(lambda: bool(self._tasks), timeout=self.keep_alive_s)
+                    self._idle -= 1
+                    if not self._tasks:
+                        return  # no task for keep_alive_s: the thread ends
+                fn = self._tasks.popleft()
+            try:
+                fn()
+            except Exception:  # reported, as an uncaught exception in a thread of its own would be
+                log.exception("an executor task failed")
+            except BaseException:
+                with self._lock:
+                    self.running -= 1
+                    self._cond.notify_all()
+                raise
 
     def wait_idle(self, timeout_s: float) -> bool:
         """Wait until no task runs; False on timeout."""
@@ -96,6 +134,9 @@ class Consumer:
         self.after_finish: Callable[[Invocation], None] | None = None
         self.errors: list[BaseException] = []
         self._stop = threading.Event()
+        # Set whenever a permit may have come back (an invocation ended or never started), and
+        # on close: the poller waits on it instead of sleeping out its poll interval.
+        self._permit_back = threading.Event()
         self._hb_stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._closed = False
@@ -117,7 +158,12 @@ class Consumer:
 
     def _poll_loop(self) -> None:
         wait_s = self.settings.poll_interval_ms / 1000
-        while not self._stop.is_set():
+        while True:
+            # Cleared before the stop check and the poll: a stop, or a permit given back, from
+            # here on wakes the wait below.
+            self._permit_back.clear()
+            if self._stop.is_set():
+                return
             if self.may_poll is not None and not self.may_poll():
                 self._stop.wait(wait_s)
                 continue
@@ -128,7 +174,10 @@ class Consumer:
                 self._stop.wait(wait_s)
                 continue
             if inv is None:
-                self._stop.wait(wait_s)
+                # Nothing to do, or every permit in use: wait a poll interval, or less if a
+                # handler gives its permit back meanwhile (with work waiting, sleeping out the
+                # interval left the permits idle: the queue's bench lost 5 ms each time).
+                self._permit_back.wait(wait_s)
                 continue
             self.node.reserve(inv)
             try:
@@ -144,6 +193,7 @@ class Consumer:
             self.node.start(inv)
         except Exception as exc:
             self.node.abandon(inv)
+            self._permit_back.set()
             self._note(exc, f"start {inv.entry}")
             return
         try:
@@ -156,6 +206,7 @@ class Consumer:
         except Exception as exc:
             self._note(exc, f"finish {inv.entry}")
         finally:
+            self._permit_back.set()
             if self.after_finish is not None:
                 self.after_finish(inv)
 
@@ -181,6 +232,7 @@ class Consumer:
         behaviour, under which a running handler's entry becomes reclaimable by a peer."""
         self._closed = True
         self._stop.set()
+        self._permit_back.set()  # a poller waiting for a permit sees the stop at once
         if self._threads:
             self._threads[0].join(timeout_s)  # the poller: no new invocation after this
         idle = True

@@ -52,10 +52,11 @@ def export(path: Path, steps: Steps, *, system: str, settings: Settings, gates: 
         raise ValueError(f"system must be one of {sorted(OPS)}, not {system!r}")
     events = [ev for ev in steps.events() if ev["op"] in OPS[system]]
     names = list(dict.fromkeys([*nodes, *(ev["node"] for ev in events)]))
-    # A real server's `now` (read at a script's start) and the PEL stamps it reads back (idle
-    # times against a fresh TIME) each fall within a millisecond of the true stamp: up to 2 ms
-    # apart. The header says so, and the trace spec allows that much (TraceWorkQueue's
-    # ClockSlack); a simulated server's clock does not move within a step: held to the ms.
+    # A real server's `now` (a script's start, or the stamp it wrote) and the PEL stamps it
+    # reads back are the server's own to the ms (prelude.lua), except a read that eight tries
+    # could not pin to one millisecond: the header keeps 2 ms of slack for that, and the trace
+    # spec allows that much (TraceWorkQueue's ClockSlack); a simulated server's clock does not
+    # move within a step: held to the ms.
     # `wall_clock`: the times are a real clock's, where a process may stall with nothing
     # injected; TraceWorkQueue then allows a lag or stall the trace's own times show.
     simulated = type(steps.client).__module__.startswith("fakeredis")
