@@ -3,6 +3,7 @@ guard on (must hold) and off (the bad outcome must happen)."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -30,16 +31,30 @@ def command_consumer(h: Harness, name: str, app: SlowApp):  # type: ignore[no-un
 
 @GUARD
 def test_two_instances_duplicate_submission_and_a_long_handler(harness: Harness, guarded: bool) -> None:
-    """Two instances, the same command submitted twice (two entries), an external call longer
-    than the VT: the attempt guard keeps it to one external call, and both entries get acked."""
+    """Two instances, the same command submitted twice (two entries), an external call held
+    longer than the VT: the attempt guard keeps it to one external call, and both entries get
+    acked.
+
+    Event-driven: the call is held until the test has seen what decides the case (the second
+    entry's attempt finding the guard busy, or a second call running beside the first), so a
+    loaded machine that starts b late cannot change the verdict."""
     harness.configure(gates=gates(guarded, "attempt_guard"))
     client = harness.command_client()
     assert client.submit("c1", "p") is True
     assert client.submit("c1", "p") is False  # same id: state exists, but offered again
-    app = SlowApp(delay_s=0.5)
+    app = SlowApp(hold=threading.Event())
     command_consumer(harness, "a", app)
     command_consumer(harness, "b", app)
-    assert wait_until(lambda: harness.queue.stream_length() == 0, 4.0), harness.events()[-3:]
+
+    def busy() -> bool:
+        return any(e["op"] == "guard_take" and e["outcome"] == "busy" for e in harness.events())
+
+    try:
+        shown = wait_until(busy if guarded else (lambda: app.peak >= 2), 30.0)
+    finally:
+        app.hold.set()
+    assert shown, ("no attempt found the guard busy" if guarded else "no second call ran beside the first", harness.events()[-3:])
+    assert wait_until(lambda: harness.queue.stream_length() == 0, 30.0), harness.events()[-3:]
     assert harness.cstore.status("c1") == "SUCCEEDED"
     assert harness.duplicates() == 0  # the two entries are different entries
     if guarded:
