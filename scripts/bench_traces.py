@@ -23,8 +23,10 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from conformance.check.runner import Tlc
+from conformance.output.values import parse_value, to_json
 from conformance.output.verdict import Verdict
 from conformance.traces.batch import Batch
 from conformance.traces.check import check_traces
@@ -104,6 +106,19 @@ def check(traces: list[Trace], systems: dict[str, System], tlc: Tlc, jobs: int, 
     return way
 
 
+def canonical(v: TraceVerdict) -> tuple[Any, ...]:
+    """A verdict up to the order in which TLC prints a record's fields or a function's domain
+    (its order of first use of each name, which differs between a batch and a run alone): the
+    same kind, line, step and reason, and the same fields with the same values."""
+    def value(text: Any) -> str:
+        try:
+            return json.dumps(to_json(parse_value(str(text))), sort_keys=True)
+        except Exception:  # not a printed value: compare the text
+            return str(text)
+    diffs = sorted(((d.field, value(d.expected), value(d.logged)) for d in v.diffs))
+    return (v.source, v.kind, v.reason, v.line, v.op, v.node, v.explained, tuple(diffs))
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", type=Path, help="trace files or directories (default: synthetic)")
@@ -158,7 +173,7 @@ def main() -> int:
     print("verdicts: " + ", ".join(f"{k} {kind.value}" for kind, k in kinds.items()))
     if alone is None:
         return 0
-    differ = [(a.source, a.describe(), b.describe()) for a, b in zip(batched.verdicts, alone.verdicts) if a != b]
+    differ = [(a.source, a.describe(), b.describe()) for a, b in zip(batched.verdicts, alone.verdicts) if canonical(a) != canonical(b)]
     if differ:
         print(f"VERDICTS DIFFER for {len(differ)} traces, e.g. {differ[:3]}")
         return 1
