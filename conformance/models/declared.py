@@ -4,7 +4,7 @@ TLC 2.15 silently ignores a cfg assignment to a name the spec does not declare, 
 gate (`HonorCheck` for `HonourCheck`) would leave the real gate at its other value and the model
 would check something else than its file says. The loader refuses such a model; this module
 finds the names a cfg may assign: the declared constants (`CONSTANT`/`CONSTANTS` lists) and the
-defined operators (`Name ==`, `Name(a, b) ==`, `f[x \in S] ==`, at the start of a line), which
+defined operators (`Name ==`, `Name(a, b) ==`, `f[x \\in S] ==`, at the start of a line), which
 TLC also lets a cfg override. It reads declarations and definitions only (comments removed),
 which is all it needs: SANY still parses the whole spec when TLC runs.
 """
