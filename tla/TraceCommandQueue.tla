@@ -146,22 +146,22 @@ Range(s) == {s[i] : i \in DOMAIN s}
 
 \* The number of the next line's command (a new id gets the next number).
 K == IF E.cmd \in Range(cmds) THEN CHOOSE i \in DOMAIN cmds : cmds[i] = E.cmd ELSE Len(cmds) + 1
-BindK == cmds' = IF E.cmd \in Range(cmds) THEN cmds ELSE Append(cmds, E.cmd)
+BindK(k) == cmds' = IF k <= Len(cmds) THEN cmds ELSE Append(cmds, E.cmd)
 
 \* The attempt the next line names (Nil for the client's and the queue's lines).
 Att == IF "args" \in DOMAIN E THEN IF "attempt" \in DOMAIN E.args THEN E.args.attempt ELSE Nil
        ELSE Nil
 Bound(a) == {w \in DOMAIN dl : dl[w].attempt = a}
 \* Deliveries of the line's command to the line's node that no attempt has named yet.
-Unbound == {w \in DOMAIN dl : /\ dl[w].attempt = Nil /\ dl[w].node = E.node
-                             /\ cmdOf[w] = K /\ pc[w] # "idle"}
+Unbound(k) == {w \in DOMAIN dl : /\ dl[w].attempt = Nil /\ dl[w].node = E.node
+                             /\ cmdOf[w] = k /\ pc[w] # "idle"}
 \* The worker of the next line: the one its attempt is bound to, else the first unbound
 \* delivery that has gone past `take` or (for guard_take) is at it; 0 when there is none.
-Wk == CASE Att # Nil /\ Bound(Att) # {} -> CHOOSE w \in Bound(Att) : TRUE
-        [] Att # Nil /\ Unbound # {}    -> Least(Unbound)
-        [] OTHER                       -> 0
-BindW == dl' = IF Wk \in DOMAIN dl /\ dl[Wk].attempt = Nil
-               THEN [dl EXCEPT ![Wk].attempt = Att] ELSE dl
+WkOf(k) == CASE Att # Nil /\ Bound(Att) # {} -> CHOOSE w \in Bound(Att) : TRUE
+             [] Att # Nil /\ Unbound(k) # {} -> Least(Unbound(k))
+             [] OTHER                        -> 0
+BindW(wk) == dl' = IF wk \in DOMAIN dl /\ dl[wk].attempt = Nil
+               THEN [dl EXCEPT ![wk].attempt = Att] ELSE dl
 
 \* The guard's owner as the trace names it: the attempt bound to the owning worker.
 OwnerAfter(k) == IF guard'[k] = NoOne THEN Nil ELSE dl'[guard'[k]].attempt
@@ -176,7 +176,7 @@ Live(k) == {w \in DOMAIN dl' : /\ cmdOf'[w] = k /\ wmode'[w] = "running" /\ ~sta
                                /\ pc'[w] \in {"submit", "call", "process", "finish", "release"}}
 
 \* The next line is an `op` on a command the model has room for.
-Logged(op) == /\ l < Lines /\ E.op = op /\ K \in Commands
+Logged(op, k) == E.op = op /\ k \in Commands
 
 LastHb(n) == IF n \in DOMAIN lastHb THEN lastHb[n] ELSE -1
 \* The node of the worker holding k's guard.
@@ -199,7 +199,7 @@ HeldPastTTL(k) == guard[k] # NoOne /\ E.now > gexp[k] + ClockSlack /\ ShowsGuard
 \* command keeps the properties, and the line is explained.  The cursor and the names are
 \* fixed first (the views read dl'); Consumed last, so that it prints only on success.
 Explains(k, outcome, withState) ==
-    /\ l' = l + 1 /\ UNCHANGED t /\ BindK /\ clock' = E.now
+    /\ l' = l + 1 /\ UNCHANGED t /\ BindK(k) /\ clock' = E.now
     /\ Match(t, l + 1,
              [outcome |-> <<outcome, E.outcome>>,
               \* Without the guard there is no owner to be stale against (tla/README.md).
@@ -227,17 +227,17 @@ Explains(k, outcome, withState) ==
 KeepTime == UNCHANGED <<gexp, ghb, gid, lastHb>>
 KeepBudgets == UNCHANGED budgetVars
 
-IsSubmitState ==
-    /\ Logged("submit_state")
-    /\ SubmitState(K)
+IsSubmitState(k) ==
+    /\ Logged("submit_state", k)
+    /\ SubmitState(k)
     /\ UNCHANGED <<dl, gone, pel, lostRenew>> /\ KeepTime /\ KeepBudgets
-    /\ Explains(K, IF status[K] = "NONE" THEN "created" ELSE "exists", TRUE)
+    /\ Explains(k, IF status[k] = "NONE" THEN "created" ELSE "exists", TRUE)
 
-IsOffer ==
-    /\ Logged("offer")
-    /\ Offer(K)
+IsOffer(k) ==
+    /\ Logged("offer", k)
+    /\ Offer(k)
     /\ UNCHANGED <<dl, gone, pel, lostRenew>> /\ KeepTime /\ KeepBudgets
-    /\ Explains(K, "added", FALSE)
+    /\ Explains(k, "added", FALSE)
 
 \* CommandQueue counts a command's messages, not stream entries, so the queue lines are also
 \* checked against each other: a receive_new is an entry's first delivery and a reclaim the
@@ -253,27 +253,27 @@ PelMatches(receive) ==
            entry_acked |-> <<FALSE, E.entry \in gone>>])
 
 \* A delivery is a new worker, the next one.
-Deliver(receive) ==
+Deliver(receive, k) ==
     LET w == Len(dl) + 1 IN
     /\ w \in Workers
-    /\ IF receive THEN ReceiveNew(w, K) ELSE Reclaim(w, K)
+    /\ IF receive THEN ReceiveNew(w, k) ELSE Reclaim(w, k)
     /\ dl' = Append(dl, [node |-> E.node, attempt |-> Nil, entry |-> E.entry])
     /\ pel' = (E.entry :> Deliveries + 1) @@ pel
     /\ UNCHANGED <<gone, lostRenew>> /\ KeepTime /\ KeepBudgets
     /\ PelMatches(receive)
 
-IsReceiveNew ==
-    /\ Logged("receive_new")
-    /\ Deliver(TRUE)
-    /\ Explains(K, "delivered", FALSE)
+IsReceiveNew(k) ==
+    /\ Logged("receive_new", k)
+    /\ Deliver(TRUE, k)
+    /\ Explains(k, "delivered", FALSE)
 
-IsReclaim ==
-    /\ Logged("reclaim")
-    /\ Deliver(FALSE)
-    /\ Explains(K, "claimed", FALSE)
+IsReclaim(k) ==
+    /\ Logged("reclaim", k)
+    /\ Deliver(FALSE, k)
+    /\ Explains(k, "claimed", FALSE)
 
 \* A line of a worker's attempt: the worker exists, is at this command and on this node.
-Worker == Wk \in DOMAIN dl /\ cmdOf[Wk] = K /\ dl[Wk].node = E.node
+Worker(k, wk) == wk \in DOMAIN dl /\ cmdOf[wk] = k /\ dl[wk].node = E.node
 
 \* The TTL a guard line writes (args.ttl_ms) is the header's, and above the heartbeat period
 \* that renews it: a shorter one lapses between two renewals of a live attempt.
@@ -287,16 +287,16 @@ Taken(k) ==
     /\ gexp' = [gexp EXCEPT ![k] = E.now + GuardTTL]
     /\ gid' = [gid EXCEPT ![k] = LastHb(E.node)]
 
-IsGuardTake ==
-    /\ Logged("guard_take")
-    /\ Worker /\ pc[Wk] = "take"
-    /\ GuardTake(Wk)
-    /\ BindW /\ UNCHANGED <<gone, pel, lostRenew>> /\ KeepBudgets
+IsGuardTake(k, wk) ==
+    /\ Logged("guard_take", k)
+    /\ Worker(k, wk) /\ pc[wk] = "take"
+    /\ GuardTake(wk)
+    /\ BindW(wk) /\ UNCHANGED <<gone, pel, lostRenew>> /\ KeepBudgets
     /\ TTLMatches
-    /\ IF guard[K] = NoOne
-         THEN Taken(K) /\ ghb' = [ghb EXCEPT ![K] = -1] /\ UNCHANGED lastHb
+    /\ IF guard[k] = NoOne
+         THEN Taken(k) /\ ghb' = [ghb EXCEPT ![k] = -1] /\ UNCHANGED lastHb
          ELSE KeepTime
-    /\ Explains(K, IF guard[K] = NoOne THEN "taken" ELSE "busy", TRUE)
+    /\ Explains(k, IF guard[k] = NoOne THEN "taken" ELSE "busy", TRUE)
 
 (* Implementation quirk (listed with the others under ImplQuirk): LostRenewRunsOn. The   *)
 (* heartbeat's renewal finds the guard lost, but the handler runs in another thread and    *)
@@ -317,32 +317,32 @@ LostRenewRunsOn(w) ==
 \* guard of the node in turn, and a round that began before a take may not renew it).
 NextBeat(j) == E.now >= gexp[j] - GuardTTL + Heartbeat \div 2
 
-IsGuardRenew ==
-    /\ Logged("guard_renew")
-    /\ Worker
-    /\ GuardRenew(Wk) \/ LostRenewRunsOn(Wk)
-    /\ BindW /\ UNCHANGED <<gone, pel>> /\ KeepBudgets
-    /\ lostRenew' = IF guard[K] = Wk THEN lostRenew ELSE lostRenew \cup {Att}
+IsGuardRenew(k, wk) ==
+    /\ Logged("guard_renew", k)
+    /\ Worker(k, wk)
+    /\ GuardRenew(wk) \/ LostRenewRunsOn(wk)
+    /\ BindW(wk) /\ UNCHANGED <<gone, pel>> /\ KeepBudgets
+    /\ lostRenew' = IF guard[k] = wk THEN lostRenew ELSE lostRenew \cup {Att}
     /\ TTLMatches
-    /\ IF guard[K] = Wk
-         THEN /\ gexp' = [gexp EXCEPT ![K] = E.now + GuardTTL]
-              /\ gid' = [gid EXCEPT ![K] = E.now]
+    /\ IF guard[k] = wk
+         THEN /\ gexp' = [gexp EXCEPT ![k] = E.now + GuardTTL]
+              /\ gid' = [gid EXCEPT ![k] = E.now]
          ELSE UNCHANGED <<gexp, gid>>
     /\ ghb' = [j \in DOMAIN ghb |->
-                 IF j = K /\ guard[K] = Wk THEN -1
+                 IF j = k /\ guard[k] = wk THEN -1
                  ELSE IF /\ ghb[j] = -1 /\ guard[j] # NoOne /\ dl[guard[j]].node = E.node
                          /\ NextBeat(j)
                       THEN E.now ELSE ghb[j]]
     /\ lastHb' = (E.node :> E.now) @@ lastHb
     /\ Match(t, l + 1, [renewed_after_lost |-> <<FALSE, Att \in lostRenew>>])
-    /\ Explains(K, IF guard[K] = Wk THEN "renewed" ELSE "lost", TRUE)
+    /\ Explains(k, IF guard[k] = wk THEN "renewed" ELSE "lost", TRUE)
 
-IsPutIfOwner ==
-    /\ Logged("put_if_owner")
-    /\ Worker
-    /\ PutIfOwner(Wk, E.args.status)
-    /\ BindW /\ UNCHANGED <<gone, pel, lostRenew>> /\ KeepTime /\ KeepBudgets
-    /\ Explains(K, IF pc'[Wk] = "idle" THEN "refused" ELSE "written", TRUE)
+IsPutIfOwner(k, wk) ==
+    /\ Logged("put_if_owner", k)
+    /\ Worker(k, wk)
+    /\ PutIfOwner(wk, E.args.status)
+    /\ BindW(wk) /\ UNCHANGED <<gone, pel, lostRenew>> /\ KeepTime /\ KeepBudgets
+    /\ Explains(k, IF pc'[wk] = "idle" THEN "refused" ELSE "written", TRUE)
 
 (* Implementation quirk (listed with the others under ImplQuirk): CallRefused. The        *)
 (* reference checks the guard's owner in the script that records the external call and   *)
@@ -356,32 +356,32 @@ CallRefused(w) ==
 
 \* NoStaleCall: a call recorded by an attempt that does not own the guard (the script's owner
 \* check skipped) is rejected at that line, whatever explains the rest.
-IsExternalCall ==
-    /\ Logged("external_call")
-    /\ Worker
-    /\ IF E.outcome = "refused" THEN CallRefused(Wk) ELSE ExternalCall(Wk)
-    /\ BindW /\ UNCHANGED <<gone, pel, lostRenew>> /\ KeepTime /\ KeepBudgets
-    /\ Match(t, l + 1, [NoStaleCall |-> <<AttemptGuard /\ E.outcome = "called" /\ guard[K] # Wk, FALSE>>])
-    /\ Explains(K, IF AttemptGuard /\ guard[K] # Wk THEN "refused" ELSE "called", TRUE)
+IsExternalCall(k, wk) ==
+    /\ Logged("external_call", k)
+    /\ Worker(k, wk)
+    /\ IF E.outcome = "refused" THEN CallRefused(wk) ELSE ExternalCall(wk)
+    /\ BindW(wk) /\ UNCHANGED <<gone, pel, lostRenew>> /\ KeepTime /\ KeepBudgets
+    /\ Match(t, l + 1, [NoStaleCall |-> <<AttemptGuard /\ E.outcome = "called" /\ guard[k] # wk, FALSE>>])
+    /\ Explains(k, IF AttemptGuard /\ guard[k] # wk THEN "refused" ELSE "called", TRUE)
 
-IsGuardRelease ==
-    /\ Logged("guard_release")
-    /\ Worker
-    /\ GuardRelease(Wk)
-    /\ BindW /\ UNCHANGED <<gone, pel, lostRenew>> /\ KeepTime /\ KeepBudgets
-    /\ Explains(K, IF guard[K] = Wk THEN "released" ELSE "lost", TRUE)
+IsGuardRelease(k, wk) ==
+    /\ Logged("guard_release", k)
+    /\ Worker(k, wk)
+    /\ GuardRelease(wk)
+    /\ BindW(wk) /\ UNCHANGED <<gone, pel, lostRenew>> /\ KeepTime /\ KeepBudgets
+    /\ Explains(k, IF guard[k] = wk THEN "released" ELSE "lost", TRUE)
 
-IsCancel ==
-    /\ Logged("cancel")
-    /\ Cancel(K)
+IsCancel(k) ==
+    /\ Logged("cancel", k)
+    /\ Cancel(k)
     /\ UNCHANGED <<dl, gone, pel, lostRenew>> /\ KeepTime /\ KeepBudgets
-    /\ Explains(K, CASE status[K] \in Terminal -> "terminal"
-                     [] guard[K] = NoOne \/ ~CancelTakesGuard -> "cancelled"
+    /\ Explains(k, CASE status[k] \in Terminal -> "terminal"
+                     [] guard[k] = NoOne \/ ~CancelTakesGuard -> "cancelled"
                      [] OTHER -> "busy", TRUE)
 
 \* An ack names no attempt: it is the first of the command's deliveries on its node whose
 \* attempt is at its ack (they are alike).
-Acker == {w \in DOMAIN dl : dl[w].node = E.node /\ cmdOf[w] = K /\ pc[w] = "ack"}
+Acker(k) == {w \in DOMAIN dl : dl[w].node = E.node /\ cmdOf[w] = k /\ pc[w] = "ack"}
 
 \* Implementation quirk: an ack that fails (an injected fault, counted in faults.ack_fail: the
 \* entry stays pending and comes back), or that finds its entry acked already by another
@@ -392,10 +392,10 @@ AckTakesNothing(w) ==
     /\ EndAttempt(w)
     /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, historyVars>>
 
-IsAck ==
-    /\ Logged("ack")
-    /\ Acker # {}
-    /\ LET w == Least(Acker) IN
+IsAck(k) ==
+    /\ Logged("ack", k)
+    /\ Acker(k) # {}
+    /\ LET w == Least(Acker(k)) IN
           IF E.outcome = "acked" /\ E.entry \notin gone
           THEN Ack(w) ELSE AckTakesNothing(w)
     /\ gone' = IF E.outcome = "acked" THEN gone \cup {E.entry} ELSE gone
@@ -404,21 +404,21 @@ IsAck ==
     /\ ackFails' = IF E.outcome = "failed" THEN ackFails + 1 ELSE ackFails
     /\ Match(t, l + 1, [counted_ack_fails |-> <<ackFails', IF ackFails' <= AckFailFaults[t] THEN ackFails' ELSE AckFailFaults[t]>>])
     /\ UNCHANGED <<paid, stalls, offerFails>>
-    /\ Explains(K, E.outcome, FALSE)
+    /\ Explains(k, E.outcome, FALSE)
 
 \* Never enabled: a line past the model's Commands or Workers only says why it is rejected.
-PastModel ==
+PastModel(k) ==
     /\ l < Lines
-    /\ \/ K \notin Commands
+    /\ \/ k \notin Commands
        \/ E.op \in {"receive_new", "reclaim"} /\ Len(dl) + 1 \notin Workers
-    /\ Match(t, l + 1, [commands_in_model |-> <<Cardinality(Commands), K>>,
+    /\ Match(t, l + 1, [commands_in_model |-> <<Cardinality(Commands), k>>,
                         deliveries_in_model |-> <<Cardinality(Workers), Len(dl) + 1>>])
     /\ FALSE
 
-LoggedStep ==
-    \/ IsSubmitState \/ IsOffer \/ IsReceiveNew \/ IsReclaim \/ IsGuardTake
-    \/ IsGuardRenew \/ IsPutIfOwner \/ IsExternalCall \/ IsGuardRelease \/ IsCancel
-    \/ IsAck \/ PastModel
+LoggedStep(k, wk) ==
+    \/ IsSubmitState(k) \/ IsOffer(k) \/ IsReceiveNew(k) \/ IsReclaim(k) \/ IsGuardTake(k, wk)
+    \/ IsGuardRenew(k, wk) \/ IsPutIfOwner(k, wk) \/ IsExternalCall(k, wk) \/ IsGuardRelease(k, wk) \/ IsCancel(k)
+    \/ IsAck(k) \/ PastModel(k)
 
 -----------------------------------------------------------------------------
 (* Hidden steps.                                                           *)
@@ -426,14 +426,14 @@ LoggedStep ==
 \* The next line needs the guard of its command free (a take, a cancel) or lost to its own
 \* attempt (a lost renewal or release, a refused write), or shows it gone, while the spec's
 \* holder still has it: the holder must have stalled (or died) and its guard lapsed.
-GuardMustGo ==
-    /\ l < Lines /\ K \in Commands
-    /\ guard[K] # NoOne
+GuardMustGo(k, wk) ==
+    /\ l < Lines /\ k \in Commands
+    /\ guard[k] # NoOne
     /\ \/ E.op = "guard_take" /\ E.outcome = "taken"
        \/ E.op = "cancel" /\ E.outcome = "cancelled"
        \/ /\ E.op \in {"guard_renew", "put_if_owner", "guard_release"}
           /\ E.outcome \in {"lost", "refused"}
-          /\ guard[K] = Wk
+          /\ guard[k] = wk
        \/ /\ E.op \in {"submit_state", "guard_renew", "put_if_owner", "external_call", "cancel"}
           /\ E.state.guard.owner = Nil
 
@@ -456,17 +456,15 @@ CanLapse(k) ==
     /\ FreeLapse(k) \/ stalls < StallBudget
 
 \* The holder stalls past its guard's TTL (it goes on, stale, at its next line: Unstall).
-HolderStalls ==
-    /\ GuardMustGo
-    /\ CanLapse(K)
-    /\ Stall(guard[K]) /\ UNCHANGED faults
-    /\ IF FreeLapse(K) THEN UNCHANGED <<paid, stalls>>
-       ELSE paid' = paid \cup {Gap(K)} /\ stalls' = stalls + 1
+HolderStalls(k) ==
+    /\ CanLapse(k)
+    /\ Stall(guard[k]) /\ UNCHANGED faults
+    /\ IF FreeLapse(k) THEN UNCHANGED <<paid, stalls>>
+       ELSE paid' = paid \cup {Gap(k)} /\ stalls' = stalls + 1
     /\ UNCHANGED <<t, l, cmds, dl, gone, pel, lostRenew, timeVars, ackFails, offerFails>>
 
-GuardLapses ==
-    /\ GuardMustGo
-    /\ GuardExpire(K)
+GuardLapses(k) ==
+    /\ GuardExpire(k)
     /\ UNCHANGED traceVars
 
 \* Never enabled: a line needs the guard gone that cannot have lapsed, and says why: it has
@@ -474,16 +472,15 @@ GuardLapses ==
 \* holder's node's heartbeat ran since without renewing it (heartbeat_before_expiry), or no
 \* counted stall is left to pay for it (counted_stalls: spec the stalls needed, trace the
 \* header's budget).
-NoLapse ==
-    /\ GuardMustGo
-    /\ wmode[guard[K]] = "running" /\ ~stale[guard[K]]
+NoLapse(k) ==
+    /\ wmode[guard[k]] = "running" /\ ~stale[guard[k]]
     /\ Match(t, l + 1,
-          [guard_expires |-> IF TTLPassed(K) THEN <<0, 0>>
-                             ELSE <<[expires |-> gexp[K]], [gone_at |-> E.now]>>,
+          [guard_expires |-> IF TTLPassed(k) THEN <<0, 0>>
+                             ELSE <<[expires |-> gexp[k]], [gone_at |-> E.now]>>,
            heartbeat_before_expiry |->
-              IF NoHeartbeatSince(K) \/ EntryTaken(guard[K]) THEN <<0, 0>>
-              ELSE <<[expires |-> gexp[K]], [heartbeat_at |-> ghb[K]]>>,
-           counted_stalls |-> <<stalls + 1, IF FreeLapse(K) \/ stalls < StallBudget THEN stalls + 1
+              IF NoHeartbeatSince(k) \/ EntryTaken(guard[k]) THEN <<0, 0>>
+              ELSE <<[expires |-> gexp[k]], [heartbeat_at |-> ghb[k]]>>,
+           counted_stalls |-> <<stalls + 1, IF FreeLapse(k) \/ stalls < StallBudget THEN stalls + 1
                                           ELSE StallBudget>>])
     /\ FALSE
 
@@ -496,9 +493,9 @@ Unstall ==
     /\ UNCHANGED traceVars
 
 \* The client's submit failed after its state write (a counted offer_fail): it submits again.
-ClientRetries ==
-    /\ l < Lines /\ E.op = "submit_state" /\ K \in Commands
-    /\ ClientFails(K) /\ UNCHANGED faults
+ClientRetries(k) ==
+    /\ l < Lines /\ E.op = "submit_state" /\ k \in Commands
+    /\ ClientFails(k) /\ UNCHANGED faults
     /\ Match(t, l + 1, [counted_offer_fails |-> <<offerFails + 1, IF offerFails < OfferFailFaults[t]
                                                                  THEN offerFails + 1 ELSE OfferFailFaults[t]>>])
     /\ offerFails' = offerFails + 1
@@ -506,18 +503,18 @@ ClientRetries ==
 
 \* AttemptGuard off: the delivery reads the status before its first logged line, and goes
 \* from release to ack unlogged.
-GuardlessRead ==
-    /\ l < Lines /\ ~AttemptGuard /\ K \in Commands
+GuardlessRead(k) ==
+    /\ l < Lines /\ ~AttemptGuard /\ k \in Commands
     /\ Att = Nil => E.op = "ack"
     /\ Att # Nil => Bound(Att) = {}
-    /\ LET ready == {w \in Unbound : pc[w] = "take"} IN
+    /\ LET ready == {w \in Unbound(k) : pc[w] = "take"} IN
           /\ ready # {}
           /\ GuardTake(Least(ready))
     /\ UNCHANGED traceVars
 
-GuardlessRelease ==
-    /\ l < Lines /\ ~AttemptGuard /\ K \in Commands /\ E.op = "ack"
-    /\ \E w \in DOMAIN dl : dl[w].node = E.node /\ cmdOf[w] = K /\ GuardRelease(w)
+GuardlessRelease(k) ==
+    /\ l < Lines /\ ~AttemptGuard /\ k \in Commands /\ E.op = "ack"
+    /\ \E w \in DOMAIN dl : dl[w].node = E.node /\ cmdOf[w] = k /\ GuardRelease(w)
     /\ UNCHANGED traceVars
 
 \* AtomicPutIfOwner off: the owner read of the two-step putIfOwner, at any time before its
@@ -562,9 +559,13 @@ LateStatusRead ==
 
 ImplQuirk == CallThrows \/ LateStatusRead
 
-Hidden ==
-    \/ HolderStalls \/ GuardLapses \/ Unstall \/ ClientRetries
-    \/ GuardlessRead \/ GuardlessRelease \/ TwoStepCheck \/ ImplQuirk
+\* The next line needs k's guard gone: its holder stalls, the guard lapses, or (never
+\* enabled) the line says why neither can be.
+GuardGoes(k, wk) == GuardMustGo(k, wk) /\ (HolderStalls(k) \/ GuardLapses(k) \/ NoLapse(k))
+
+Hidden(k, wk) ==
+    \/ GuardGoes(k, wk) \/ Unstall \/ ClientRetries(k)
+    \/ GuardlessRead(k) \/ GuardlessRelease(k) \/ TwoStepCheck \/ ImplQuirk
 
 -----------------------------------------------------------------------------
 TraceInit ==
@@ -575,6 +576,10 @@ TraceInit ==
     /\ paid = {} /\ stalls = 0 /\ ackFails = 0 /\ offerFails = 0
     /\ Init
 
-TraceNext == LoggedStep \/ Hidden \/ NoLapse
+\* The next line's command number (K) and worker (WkOf) are bound once per state: TLC
+\* evaluates a definition again at each use inside an action, and both walk the deliveries.
+TraceNext ==
+    /\ l < Lines
+    /\ \E k \in {K} : \E wk \in {WkOf(k)} : LoggedStep(k, wk) \/ Hidden(k, wk)
 
 =============================================================================
