@@ -15,8 +15,9 @@ from typing import Any
 
 from conformance.errors import LeaseproofError
 
-# TLC's integers are 32-bit.
-TLC_INT_MIN, TLC_INT_MAX = -(2**31), 2**31 - 1
+# TLC's integers are 32-bit; -2^31 has no literal (TLC reads "-2147483648" as the negation of a
+# number too big for it, and stops).
+TLC_INT_MIN, TLC_INT_MAX = -(2**31 - 1), 2**31 - 1
 # A record field is a key that is surely a TLA+ identifier and no keyword: it starts with a
 # lower-case letter (every TLA+ keyword, and the WF_/SF_ prefixes, are upper-case), and the
 # whole key matches (`fullmatch`: "op\n" is no identifier). Any other key (`_1`, `WF_x`,

@@ -67,7 +67,7 @@ def test_nesting_is_bounded() -> None:
         tla_value(deep, "event 1")
 
 
-@pytest.mark.parametrize(("value", "says"), [(2**31, "32-bit"), (1.5, "no decimals"), (-(2**31) - 1, "32-bit")])
+@pytest.mark.parametrize(("value", "says"), [(2**31, "32-bit"), (1.5, "no decimals"), (-(2**31) - 1, "32-bit"), (-(2**31), "32-bit")])
 def test_values_with_no_tla_form(value: object, says: str) -> None:
     with pytest.raises(TraceEncodeError, match=says):
         tla_value({"now": value}, "event 3")
