@@ -70,8 +70,13 @@ def reader_classes(java: Path, jar: Path, root: Path | None = None) -> Path | No
     if javac is None:
         log.info("no javac beside %s or on PATH: traces go to TLC as TLA+ text (slower to parse)", java)
         return None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".trace-values-", dir=target.parent))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=".trace-values-", dir=target.parent))
+    except OSError as exc:
+        log.warning("cannot write the trace reader's classes under %s (%s): traces go to TLC as TLA+ text; "
+                    "set LEASEPROOF_CACHE to a writable folder", target.parent, exc)
+        return None
     try:
         done = subprocess.run([str(javac), "-nowarn", "-cp", str(jar), "-d", str(scratch), str(SOURCE)],
                               capture_output=True, text=True, timeout=300)

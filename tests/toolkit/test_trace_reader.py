@@ -140,3 +140,10 @@ def test_a_batch_renders_its_traces_once_either_way() -> None:
     literal = text["TraceData.tla"].split("Traces == ", 1)[1].rsplit("====", 1)[0]
     assert json.dumps(literal.split()) == json.dumps(read["TraceData.values"].split())
     assert 'Traces == Read("TraceData.values")' in read["TraceData.tla"] and "<<" not in read["TraceData.tla"].split("Traces ==")[1]
+
+
+def test_an_unwritable_cache_means_text(tlc: Tlc, tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    reader_classes.cache_clear()
+    assert reader_classes(tlc.java, tlc.jar, blocked / "cache") is None
