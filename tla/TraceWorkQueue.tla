@@ -172,7 +172,8 @@ Logged(op) == /\ l < Lines /\ E.op = op /\ E.now = clock /\ X \in Entries
 \* No two consumers hold entry x's lease after the step (Holds after it, written out: priming
 \* Holds(c, x) would prime x too, and x reads the trace at the cursor).
 HoldsAfter(c, x) == x \in active'[c] /\ x \notin lagging'[c] /\ x \notin lost'[c]
-OneHolder(x) == \A c, d \in Consumers : c # d => ~(HoldsAfter(c, x) /\ HoldsAfter(d, x))
+\* (Counted, not compared pairwise: one pass over the consumers.)
+OneHolder(x) == Cardinality({c \in Consumers : HoldsAfter(c, x)}) <= 1
 
 \* A logged fault (a rejected invoke_start, a failed ack) is paid for like a hidden one; past its
 \* budget the line is rejected naming faults.<kind>: <<budget, the count this line would make>>.
