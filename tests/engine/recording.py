@@ -38,7 +38,7 @@ import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 from impl import trace
@@ -75,11 +75,22 @@ def trace_dir() -> Path | None:
     return Path(value) if value else None
 
 
+def store_of(backend: Any) -> Hashable:
+    """The store a backend connects to: a SQL store by its URL and table prefix (on SQLite and
+    MariaDB each node has a backend of its own over the same tables, and a crash counted on one
+    node's belongs to the store's traces), the twin and an in-memory SQLite by the object."""
+    url = getattr(backend, "url", None)
+    if not isinstance(url, str) or url.startswith("memory") or url.endswith(":memory:"):
+        return id(backend)
+    return (url, getattr(backend, "prefix", ""))
+
+
 @dataclass
 class StoreRun:
-    """What a test did on one backend: its nodes, their gates and settings, the crashes."""
+    """What a test did on one store: its nodes, their gates and settings, the crashes."""
 
     backend: Any
+    index: int = 0
     nodes: list[str] = field(default_factory=list)
     gates: Gates | None = None
     settings: Settings | None = None
@@ -97,12 +108,17 @@ class Recorder:
     def __init__(self, directory: Path, test_id: str) -> None:
         self.directory = directory
         self.run = _SAFE.sub("_", test_id).strip("_")
-        self.runs: dict[int, StoreRun] = {}
+        self.runs: dict[Hashable, StoreRun] = {}
+        self.count = 0
 
     def saw_node(self, node: Node) -> None:
         """A node was built: remember its store and its configuration."""
         store = node.store
-        r = self.runs.setdefault(id(store.backend), StoreRun(store.backend))
+        key = store_of(store.backend)
+        r = self.runs.get(key)
+        if r is None:
+            self.count += 1
+            r = self.runs[key] = StoreRun(store.backend, self.count)
         if node.name not in r.nodes:
             r.nodes.append(node.name)
         if all(log is not node.faults for log in r.logs):
@@ -114,13 +130,13 @@ class Recorder:
 
     def saw_direct_call(self, backend: Any) -> None:
         """A test called a store, scheduler or queue operation itself."""
-        r = self.runs.get(id(backend))
+        r = self.runs.get(store_of(backend))
         if r is not None:
             r.features.add("direct_calls")
 
     def call_begins(self, node: Node, wf: str, kind: str) -> None:
         """A start or signal of `wf` on `node` began; two at once are `concurrent_calls`."""
-        r = self.runs.get(id(node.store.backend))
+        r = self.runs.get(store_of(node.store.backend))
         if r is None:
             return
         key = (node.name, wf, kind)
@@ -130,23 +146,25 @@ class Recorder:
 
     def call_ends(self, node: Node, wf: str, kind: str) -> None:
         """That call returned, failed or was killed by a crash."""
-        r = self.runs.get(id(node.store.backend))
+        r = self.runs.get(store_of(node.store.backend))
         if r is not None:
             r.in_flight[(node.name, wf, kind)] -= 1
 
     def saw_crash(self, node: Node) -> None:
         """A node crashed: the traces of its store get one more crash in their budget."""
-        r = self.runs.get(id(node.store.backend))
+        r = self.runs.get(store_of(node.store.backend))
         if r is not None:
             r.crashes += 1
 
     def flush(self, backend: Any | None = None) -> list[Path]:
         """Write the traces of `backend` (default: every backend not yet written)."""
         paths: list[Path] = []
-        for index, (key, r) in enumerate(self.runs.items()):
-            if r.written or (backend is not None and key != id(backend)):
+        for key, r in list(self.runs.items()):
+            if r.written or (backend is not None and key != store_of(backend)):
                 continue
             r.written = True
+            # Written once: a later run on the same tables (made again) is a run of its own.
+            del self.runs[key]
             if r.mutant or r.gates is None or r.settings is None:
                 continue
             events = r.backend.read_events()
@@ -157,7 +175,7 @@ class Recorder:
             where = (self.directory.with_name(self.directory.name + "-gates-off") / "engine-tests-gates-off" if unsafe
                      else self.directory / "engine-tests")
             names = sorted(set(r.nodes) | {e.node for e in events})
-            run = self.run if len(self.runs) == 1 else f"{self.run}-store{index}"
+            run = self.run if self.count == 1 else f"{self.run}-store{r.index}"
             for wf, evs in by_workflow(events).items():
                 seen = combined(r.logs, wf)
                 # Crashes: the test's count for the whole store (a node's log counts only those
@@ -251,7 +269,7 @@ def _flush_first(rec: Recorder, method: Any, every: bool) -> Any:
     def flushing(self: Any, *args: Any, **kwargs: Any) -> Any:
         if every:
             rec.flush()
-        elif id(self) in rec.runs and not rec.runs[id(self)].written:
+        elif store_of(self) in rec.runs and not rec.runs[store_of(self)].written:
             rec.flush(self)
         return method(self, *args, **kwargs)
 

@@ -59,3 +59,19 @@ def test_a_run_with_a_protecting_gate_off_goes_apart(recorder, tmp_path: Path) -
     recorder.flush()
     assert not (tmp_path / "engine-tests").exists()
     assert len(headers(tmp_path.with_name(tmp_path.name + "-gates-off") / "engine-tests-gates-off")) == 1
+
+
+def test_nodes_with_backends_of_their_own_over_one_store_make_one_trace_with_every_crash(recorder, tmp_path: Path) -> None:
+    # On SQLite and MariaDB each node has its own backend over the same tables. The recorder
+    # once kept a run per backend: every workflow's trace written once per node, each with only
+    # the crashes counted on its own node (a crash of n2 missing from n1's copy, which was then
+    # rejected at the line the crash explains).
+    from impl.engine.urls import node_backends
+
+    backends = node_backends(f"sqlite:///{tmp_path}/store.db", ("n1", "n2"))
+    run = simulate(seed=1, workflows=2, node_backends=backends)
+    run.sim.crash("n2")
+    recorder.flush()
+    heads = headers(tmp_path / "engine-tests")
+    assert sorted(h["run"].rsplit("/", 1)[1] for h in heads) == sorted(i.wf for i in run.items)
+    assert all(h["faults"]["crash"] == 1 for h in heads)
