@@ -371,3 +371,22 @@ def test_only_a_value_for_an_overridden_definition_splits_the_batch() -> None:
     pair = next(b for b in batches if len(b.traces) == 2)
     assert [n for n, _ in pair.varying] == ["Lease"]
     assert "WITH Lease <- lp_Lease[i]" in render_batch(pair)["TraceRun.tla"]
+
+
+def test_numbered_room_is_shared_at_the_largest_within_a_spread() -> None:
+    # Traces that need other room (Workers, Entries: 1..N sized to each trace) share one set,
+    # the largest, instead of an instance per trace (slower per state); a batch's room spreads
+    # at most ROOM_SPREAD times, so a huge trace does not make every small one pay for its room.
+    from dataclasses import replace
+
+    from conformance.traces.batch import ROOM_SPREAD, group, render_batch
+
+    counter = load_systems(PROJECT)["counter"]
+    system = replace(counter, constants={**counter.constants, "Slots": {"numbered": {"ops": ["step"]}, "at_least": 1}})
+    traces = [make(f"t{k}", [("n1", x) for x in range(1, k + 1)]) for k in (5, 1, 2, 3, 4, 9)]
+    batches = group(traces, system, batch_size=10)
+    assert ROOM_SPREAD == 4
+    assert [[t.source for t in b.traces] for b in batches] == [["t1", "t2", "t3", "t4"], ["t5", "t9"]]
+    assert [dict(b.constants)["Slots"] for b in batches] == [[1, 2, 3, 4], list(range(1, 17))]
+    assert all(b.varying == () for b in batches)
+    assert "INSTANCE" not in render_batch(batches[0])["TraceRun.tla"]
