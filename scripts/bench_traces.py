@@ -11,13 +11,20 @@ whole set's. `--sample N` takes N traces spread over the systems and the folders
 from (a fixed seed picks them), so that the one-trace-per-run side stays minutes long; a
 trace that reading already decided (malformed, skipped) takes no TLC run either way and is
 left out. Exits 1 if any verdict differs between the two ways.
+
+`--before DIR` also checks the same traces, batched, with another checkout's code (say, a
+`git worktree` of an earlier commit) and with this one's, each as its own `traces check` per
+system (its process start included, the same for both), and prints the wall seconds side by
+side; their verdicts must agree too.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -119,6 +126,50 @@ def canonical(v: TraceVerdict) -> tuple[Any, ...]:
     return (v.source, v.kind, v.reason, v.line, v.op, v.node, v.explained, tuple(diffs))
 
 
+def cli_check(code: Path, root: Path, traces: list[Trace]) -> tuple[float, dict[str, str]]:
+    """`traces check --json` of the checkout at `code` on `traces` (batched, its TLC runs side by
+    side, one per core): wall seconds, and each trace's verdict kind."""
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    cmd = [sys.executable, "-m", "conformance.cli", "traces", "check", "--root", str(root), "--json", "--no-coverage",
+           *(t.source for t in traces)]
+    start = time.monotonic()
+    done = subprocess.run(cmd, cwd=code, env=env, capture_output=True, text=True)
+    seconds = time.monotonic() - start
+    try:
+        out = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        raise SystemExit(f"{code}: traces check gave no JSON (exit {done.returncode}): {done.stderr[-2000:]}") from None
+    return seconds, {v["trace"]: v["verdict"] for v in out["traces"]}
+
+
+def before_after(before: Path, traces: list[Trace]) -> int:
+    """The before/after table (see the module docstring); 1 if any verdict differs."""
+    here = Path(__file__).resolve().parents[1]
+    by_system: dict[str, list[Trace]] = defaultdict(list)
+    for t in traces:
+        by_system[t.header["system"]].append(t)
+    print(f"\nbatched, before ({before}) and after ({here}): wall seconds of `traces check` per system")
+    print(f"{'system':<10} {'traces':>6} {'before s':>9} {'ms/trace':>8} {'after s':>8} {'ms/trace':>8} {'faster':>6}")
+    differ = 0
+    totals = [0.0, 0.0]
+    for name in sorted(by_system):
+        ts = by_system[name]
+        b, vb = cli_check(before, before, ts)
+        a, va = cli_check(here, here, ts)
+        differ += sum(vb.get(k) != v for k, v in va.items())
+        totals[0] += b
+        totals[1] += a
+        print(f"{name:<10} {len(ts):>6} {b:>9.1f} {1000 * b / len(ts):>8.0f} {a:>8.1f} {1000 * a / len(ts):>8.0f} {b / a:>5.1f}x")
+    n = max(1, len(traces))
+    print(f"{'all':<10} {len(traces):>6} {totals[0]:>9.1f} {1000 * totals[0] / n:>8.0f} {totals[1]:>8.1f} {1000 * totals[1] / n:>8.0f}"
+          f" {totals[0] / totals[1]:>5.1f}x")
+    if differ:
+        print(f"VERDICTS DIFFER between before and after for {differ} traces")
+        return 1
+    print("before and after: verdicts identical")
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="*", type=Path, help="trace files or directories (default: synthetic)")
@@ -129,7 +180,11 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=2, help="TLC runs side by side, both ways (default 2)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--batched-only", action="store_true", help="skip the one-trace-per-run side (no speedup)")
+    p.add_argument("--before", type=Path, metavar="DIR", help="also check the traces batched with the checkout at DIR, and "
+                   "with this one, and print both (see above)")
     args = p.parse_args()
+    if args.before is not None and not args.paths:
+        p.error("--before needs trace paths (the synthetic traces are not files)")
 
     root = args.root or FIXTURE
     systems = load_systems(root)
@@ -171,14 +226,15 @@ def main() -> int:
     for v in batched.verdicts:
         kinds[v.kind] += 1
     print("verdicts: " + ", ".join(f"{k} {kind.value}" for kind, k in kinds.items()))
+    failed = before_after(args.before.resolve(), traces) if args.before is not None else 0
     if alone is None:
-        return 0
+        return failed
     differ = [(a.source, a.describe(), b.describe()) for a, b in zip(batched.verdicts, alone.verdicts) if canonical(a) != canonical(b)]
     if differ:
         print(f"VERDICTS DIFFER for {len(differ)} traces, e.g. {differ[:3]}")
         return 1
     print(f"verdicts identical; speedup {alone.seconds / batched.seconds:.1f}x")
-    return 0
+    return failed
 
 
 if __name__ == "__main__":
