@@ -42,6 +42,8 @@ class ExecutionQueue:
         self._ids: set[str] = set()
         self._cond = threading.Condition()
         self._scheduling = threading.Lock()  # one in-memory schedule at a time: check, write, push
+        # Told after a copy is queued (a production driver wakes a worker to take it).
+        self.on_push: Callable[[], None] | None = None
 
     def schedule(self, request: ScheduleRequest) -> Fiber[Scheduled]:
         """Schedule `request` to run on this node now: the backstop write, then maybe a copy.
@@ -94,6 +96,8 @@ class ExecutionQueue:
             self._items.append(item)
             self._ids.add(item.task.task_id)
             self._cond.notify_all()
+        if self.on_push is not None:
+            self.on_push()
 
     def contains(self, task_id: str) -> bool:
         """Whether a copy of `task_id` waits in this queue (a running one no longer does)."""
