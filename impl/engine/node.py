@@ -193,12 +193,14 @@ class Node:
         seen = yield Call(lambda: self.scheduler.due(self.settings.fetch_limit), "due_tasks")
         queued = 0
         for row in seen:
-            if self.queue.contains(row.task_id):
+            if self.queue.leaves_alone(row.task_id):
                 # The reference leases such a row and drops it, and its lease lapses unused;
                 # skipping it only removes that delay (and matches Fetch in tla/Engine.tla).
+                # Asked again in the step: the lease and its copy's push are one step under the
+                # workflow's lock (`ExecutionQueue.fetch`).
                 continue
-            leased = yield Call(lambda row=row: self.scheduler.lease(row), "fetch")
-            if leased is not None and self.queue.offer(leased):
+            copy = yield Call(lambda row=row: self.queue.fetch(row.task_id, lambda: self.scheduler.lease(row)), "fetch")
+            if copy is not None:
                 queued += 1
         return queued, len(seen) >= self.settings.fetch_limit
 
