@@ -21,6 +21,10 @@ transactions in all, each recording its trace event. All workflows start at once
 - traces: how many of the run's traces `conformance/traces` accepts against
   `tla/TraceEngine.tla` (TLC; `--no-check` skips it).
 
+The plan signals each workflow within half a lease of its start (1.5 s with the default 3 s
+lease), so a run of N workflows lasts at least that long: N / 1.5 workflows per second is the
+most a run can show (200 for 300 workflows, 667 for 1000). Measure with 1000 or more.
+
 `--engine-root DIR` runs the engine of another checkout (a `git worktree` of an older commit)
 with this checkout's limit, trace check and settings, so before and after are measured alike:
 
