@@ -25,14 +25,18 @@ The plan signals each workflow within half a lease of its start (1.5 s with the 
 lease), so a run of N workflows lasts at least that long: N / 1.5 workflows per second is the
 most a run can show (200 for 300 workflows, 667 for 1000). Measure with 1000 or more.
 
-`--engine-root DIR` runs the engine of another checkout (a `git worktree` of an older commit)
-with this checkout's limit, trace check and settings, so before and after are measured alike:
+`--before DIR` also runs the engine of another checkout (a `git worktree` of an older commit),
+printed as `before` beside this one's `after`, with this checkout's limit (measured once per
+repeat for both), trace check and settings, so before and after are measured alike
+(`--engine-root DIR` runs another checkout's engine alone):
 
-    python scripts/bench_engine.py --workflows 300
-    python scripts/bench_engine.py --stores sqlite --nodes 1 2 --engine-root /tmp/old-engine
+    python scripts/bench_engine.py --workflows 1000
+    git worktree add /tmp/old-engine 2410cba
+    python scripts/bench_engine.py --workflows 1000 --before /tmp/old-engine --repeat 2
 
 On a machine shared with other jobs one run's rate swings: `--repeat N` runs each side N times,
-alternating, and prints the best of each (the least disturbed run).
+alternating, and prints the best of each (the least disturbed run); overlaps and accepted
+traces are summed over every run.
 """
 
 from __future__ import annotations
@@ -116,7 +120,7 @@ def check_traces(trace_dir: Path) -> tuple[int, int, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark matrix and print one line per cell."""
+    """Run the benchmark matrix and print one line per cell (and side)."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workflows", type=int, default=300)
     p.add_argument("--nodes", type=int, nargs="+", default=[1, 2])
@@ -126,13 +130,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lease-ms", type=int, default=3_000)
     p.add_argument("--repeat", type=int, default=1, help="runs per side; the best of each is printed")
     p.add_argument("--engine-root", type=Path, default=ROOT, help="the checkout whose engine runs (default: this one)")
+    p.add_argument("--before", type=Path, default=None,
+                   help="also run this checkout's engine, as 'before', beside --engine-root's as 'after', "
+                        "against the same limit measurements")
     p.add_argument("--limit-loops", type=int, default=8, help="loops per process of the second limit (default 8)")
-    p.add_argument("--label", default="", help="a word printed first on every line (e.g. before, after)")
     p.add_argument("--no-check", action="store_true", help="do not check the traces with TLC")
     p.add_argument("--keep", type=Path, default=None, help="keep the traces under this directory")
     args = p.parse_args(argv)
+    sides = [("before", args.before), ("after", args.engine_root)] if args.before else [("", args.engine_root)]
+    width = max(len(label) for label, _ in sides)
     xl = f"x{args.limit_loops}"
-    print(f"{'':{len(args.label)}} {'store':6} {'nodes':>5} {'wf':>5} {'wf/s':>7} {'txn/s':>7} {'limit txn/s':>11} "
+    print(f"{'':{width}} {'store':6} {'nodes':>5} {'wf':>5} {'wf/s':>7} {'txn/s':>7} {'limit txn/s':>11} "
           f"{'ratio':>6} {f'limit {xl}':>9} {f'ratio {xl}':>8} {'overlaps':>8} {'traces accepted':>15}")
     ok = True
     with tempfile.TemporaryDirectory(prefix="bench-engine-") as tmp:
@@ -140,35 +148,40 @@ def main(argv: list[str] | None = None) -> int:
         for store in args.stores:
             for n in args.nodes:
                 url = f"sqlite:///{Path(tmp) / f'bench{n}.db'}" if store == "sqlite" else args.mysql_url
-                engines: list[EngineResult] = []
+                engines: dict[str, list[EngineResult]] = {label: [] for label, _ in sides}
                 limits: list[LimitResult] = []
                 limits_x: list[LimitResult] = []
                 for i in range(args.repeat):
-                    d = out / f"{args.label or 'run'}-{store}-{n}n-{i}"
-                    d.mkdir(parents=True, exist_ok=True)
-                    engines.append(run_engine(args.engine_root.resolve(), url, args.prefix, n, args.workflows,
-                                              args.lease_ms, d))
-                    limits.append(measure(url, args.prefix + "lim_", procs=n, txns=engines[-1].events))
-                    limits_x.append(measure(url, args.prefix + "lim_", procs=n, txns=engines[-1].events,
-                                            loops=args.limit_loops))
+                    for label, root in sides:
+                        d = out / f"{label or 'run'}-{store}-{n}n-{i}"
+                        d.mkdir(parents=True, exist_ok=True)
+                        engines[label].append(run_engine(root.resolve(), url, args.prefix, n, args.workflows,
+                                                         args.lease_ms, d))
+                    txns = max(r.events for rs in engines.values() for r in rs[-1:])
+                    limits.append(measure(url, args.prefix + "lim_", procs=n, txns=txns))
+                    limits_x.append(measure(url, args.prefix + "lim_", procs=n, txns=txns, loops=args.limit_loops))
                 backend = open_backend(url, args.prefix, create=False)
                 backend.drop_schema()
                 backend.close()
-                eng = max(engines, key=lambda r: r.txn_rate)
                 lim = max(limits, key=lambda r: r.rate)
                 lim_x = max(limits_x, key=lambda r: r.rate)
-                overlaps = sum(r.overlaps for r in engines)
-                if args.no_check:
-                    traces, note = "-", ""
-                else:
-                    accepted, total, note = check_traces(eng.trace_dir)
-                    traces = f"{accepted}/{total}"
-                    ok = ok and accepted == total
-                ok = ok and overlaps == 0 and all(r.completed == args.workflows for r in engines)
-                print(f"{args.label} {store:6} {n:>5} {eng.completed:>5} {eng.wf_rate:>7.1f} {eng.txn_rate:>7.0f} "
-                      f"{lim.rate:>11.0f} {lim.rate / eng.txn_rate:>6.2f} {lim_x.rate:>9.0f} {lim_x.rate / eng.txn_rate:>8.2f} "
-                      f"{overlaps:>8} {traces:>15}"
-                      + (f"  {note}" if note else ""), flush=True)
+                for label, _ in sides:
+                    runs = engines[label]
+                    eng = max(runs, key=lambda r: r.txn_rate)
+                    overlaps = sum(r.overlaps for r in runs)
+                    if args.no_check:
+                        traces, note = "-", ""
+                    else:
+                        checked = [check_traces(r.trace_dir) for r in runs]
+                        accepted, total = sum(c[0] for c in checked), sum(c[1] for c in checked)
+                        note = "; ".join(c[2] for c in checked if c[2])
+                        traces = f"{accepted}/{total}"
+                        ok = ok and accepted == total
+                    ok = ok and overlaps == 0 and all(r.completed == args.workflows for r in runs)
+                    print(f"{label:{width}} {store:6} {n:>5} {eng.completed:>5} {eng.wf_rate:>7.1f} {eng.txn_rate:>7.0f} "
+                          f"{lim.rate:>11.0f} {lim.rate / eng.txn_rate:>6.2f} {lim_x.rate:>9.0f} "
+                          f"{lim_x.rate / eng.txn_rate:>8.2f} {overlaps:>8} {traces:>15}"
+                          + (f"  {note}" if note else ""), flush=True)
     return 0 if ok else 1
 
 
