@@ -5,7 +5,8 @@ errors are worth a retry. Each thread gets its own connection, so the threads of
 loop, runs, callers) never share one.
 
     SQLite: WAL journal; BEGIN IMMEDIATE takes the write lock at the start, so transactions
-            are serial and the trace's AUTOINCREMENT order is the commit order.
+            are serial and the trace's AUTOINCREMENT order is the commit order; writers wait
+            for it on a lock and an flock, not by polling (`SqliteBackend.transaction`).
     MySQL:  READ COMMITTED; each transaction first locks its workflow's `wf_lock` row, so the
             transactions of one workflow are serial and numbered in commit order (`wf_seq`).
 """
