@@ -185,23 +185,33 @@ class Node:
 
     def fetch_once(self) -> Fiber[int]:
         """Lease due rows (one transaction each) and queue them; how many were queued."""
+        queued, _ = yield from self._fetch_batch()
+        return queued
+
+    def _fetch_batch(self) -> Fiber[tuple[int, bool]]:
+        """`fetch_once`, and whether the read filled the fetch limit (more may be due)."""
         seen = yield Call(lambda: self.scheduler.due(self.settings.fetch_limit), "due_tasks")
         queued = 0
         for row in seen:
-            if self.queue.contains(row.task_id):
+            if self.queue.leaves_alone(row.task_id):
                 # The reference leases such a row and drops it, and its lease lapses unused;
                 # skipping it only removes that delay (and matches Fetch in tla/Engine.tla).
+                # Asked again in the step: the lease and its copy's push are one step under the
+                # workflow's lock (`ExecutionQueue.fetch`).
                 continue
-            leased = yield Call(lambda row=row: self.scheduler.lease(row), "fetch")
-            if leased is not None and self.queue.offer(leased):
+            copy = yield Call(lambda row=row: self.queue.fetch(row.task_id, lambda: self.scheduler.lease(row)), "fetch")
+            if copy is not None:
                 queued += 1
-        return queued
+        return queued, len(seen) >= self.settings.fetch_limit
 
     def fetch_loop(self) -> Fiber[None]:
-        """Fetch forever, `poll_interval_ms` apart."""
+        """Fetch forever, `poll_interval_ms` apart; at once again after a full batch that queued
+        something (a backlog of due rows is drained at the store's pace, not `fetch_limit`
+        rows a poll; a batch that queued nothing waits, so the loop never spins)."""
         while True:
-            yield from self.fetch_once()
-            yield Sleep(self.settings.poll_interval_ms)
+            queued, full = yield from self._fetch_batch()
+            if not (full and queued):
+                yield Sleep(self.settings.poll_interval_ms)
 
     def take(self, timeout: float | None = 0) -> QueuedTask | None:
         """The next queued task to run, if any (the taker's half; not a store step)."""

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from impl.engine.effects import Call, Fiber
@@ -41,20 +42,26 @@ class ExecutionQueue:
         self._items: deque[QueuedTask] = deque()
         self._ids: set[str] = set()
         self._cond = threading.Condition()
-        self._scheduling = threading.Lock()  # one in-memory schedule at a time: check, write, push
+        # One step at a time per workflow on this node (an in-memory schedule's check, write and
+        # push; a fetch's check, lease and push): a lock per workflow, made when first needed.
+        self._locks: dict[str, list] = {}  # task id -> [lock, users]
+        self._locks_guard = threading.Lock()
+        # Told after a copy is queued (a production driver wakes a worker to take it).
+        self.on_push: Callable[[], None] | None = None
 
     def schedule(self, request: ScheduleRequest) -> Fiber[Scheduled]:
         """Schedule `request` to run on this node now: the backstop write, then maybe a copy.
 
         The check for a copy already queued here, the write and the push are one step, under
-        one lock: checked before the write, a start and a signal of one workflow on one node
-        both found no copy, both wrote, and the second bumped the first's own row
-        (tla/Engine.tla's ScheduleInMemory needs no copy queued at the write; found by
-        TraceEngine on a MariaDB run of `record_traces.sh`)."""
+        the workflow's lock on this node: checked before the write, a start and a signal of one
+        workflow on one node both found no copy, both wrote, and the second bumped the first's
+        own row (tla/Engine.tla's ScheduleInMemory needs no copy queued at the write; found by
+        TraceEngine on a MariaDB run of `record_traces.sh`). Other workflows' schedules go on
+        meanwhile (one lock for the node queued every start behind every other)."""
         sched = self.scheduler
 
         def backstop() -> ScheduleOutcome | None:
-            with self._scheduling:
+            with self.holding(request.task_id):
                 if self.contains(request.task_id):
                     return None  # already queued here: that copy will run; nothing is written
                 outcome = write()
@@ -80,6 +87,54 @@ class ExecutionQueue:
             return Scheduled(None, False)
         return Scheduled(outcome.task, outcome.queued)
 
+    def fetch(self, task_id: str, lease: Callable[[], Task | None]) -> QueuedTask | None:
+        """A fetch's step on this node: unless a copy of `task_id` is queued here, `lease()` (the
+        store's transaction) and queue what it leased; the copy queued, or None.
+
+        One step under the workflow's lock, as `schedule`'s: with the lease and the push apart,
+        an in-memory schedule of the same workflow on this node could write between them,
+        finding no copy queued although the row was already this node's (TraceEngine rejected
+        the schedule_in_memory after the fetch: Fetch queues its copy in the same step). A row
+        whose copy is queued here is left alone: the reference leases it and drops the copy,
+        whose lease then lapses unused (Fetch in tla/Engine.tla skips it).
+        """
+        with self.holding(task_id):
+            if self.leaves_alone(task_id):
+                return None
+            leased = lease()
+            if leased is None:
+                return None
+            item = QueuedTask(leased, "store", leased.payload)
+            return item if self._push(item) else None
+
+    def leaves_alone(self, task_id: str) -> bool:
+        """Whether a fetch on this node leaves `task_id`'s due row alone: a copy of it is
+        queued here (leased by the backstop write or an earlier fetch), and will run."""
+        return self.contains(task_id)
+
+    @contextmanager
+    def holding(self, task_id: str) -> Iterator[None]:
+        """Hold `task_id`'s lock on this node (its schedules and fetches here wait)."""
+        with self._locks_guard:
+            entry = self._locks.get(task_id)
+            if entry is None:
+                entry = self._locks[task_id] = [threading.Lock(), 0]
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._locks_guard:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self._locks[task_id]
+
+    def users(self, task_id: str) -> int:
+        """How many steps hold or wait for `task_id`'s lock on this node (tests watch it)."""
+        with self._locks_guard:
+            entry = self._locks.get(task_id)
+            return entry[1] if entry is not None else 0
+
     def offer(self, task: Task) -> bool:
         """Queue a row a fetch leased; dropped (False) if a copy of it is already queued."""
         if self.contains(task.task_id):
@@ -87,13 +142,16 @@ class ExecutionQueue:
         self._push(QueuedTask(task, "store", task.payload))
         return True
 
-    def _push(self, item: QueuedTask) -> None:
+    def _push(self, item: QueuedTask) -> bool:
         with self._cond:
             if item.task.task_id in self._ids:
-                return
+                return False
             self._items.append(item)
             self._ids.add(item.task.task_id)
             self._cond.notify_all()
+        if self.on_push is not None:
+            self.on_push()
+        return True
 
     def contains(self, task_id: str) -> bool:
         """Whether a copy of `task_id` waits in this queue (a running one no longer does)."""

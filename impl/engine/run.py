@@ -2,11 +2,12 @@
 
     parent: reset the tables, plan the workload, spawn one process per node, wait,
             export one trace per workflow, validate them, count
-    node i: threads (threads.py) for the fetch loop, the taker, the runs, and the callers
-            that start and signal the workflows the plan gives node i; it stops once every
-            workflow of the plan is terminal in the store (or the deadline passes), and leaves
-            the hidden faults it saw (leases that lapsed under it: `faults.py`) in a file for
-            the parent, which writes them in the trace headers
+    node i: a pool of threads (threads.py) driving the fetch loop, the runs of the copies
+            its queue holds, and the callers that start and signal the workflows the plan
+            gives node i; it stops once every workflow of the plan is terminal in the store
+            (or the deadline passes), and leaves the hidden faults it saw (leases that lapsed
+            under it: `faults.py`) in a file for the parent, which writes them in the trace
+            headers
 
 The store orders the trace: every event is recorded in the transaction that commits it.
 """

@@ -1,77 +1,185 @@
-"""Production mode: one node's fibers on threads, with the wall clock and real sleeps.
+"""Production mode: one node's fibers on a small pool of threads, with the wall clock.
 
-    fetch-loop thread:  drive(node.fetch_loop())            polls every poll_interval_ms
-    taker thread:       item = node.take(); thread per run  drive(node.run(item))
-    caller threads:     drive(any fiber you submit)         starts, signals, results
+    workers (N threads, reused): take the next ready fiber and drive it until it sleeps or ends
+        ready, first:   a copy in the node's queue (taken: a run fiber), then a run fiber that woke
+                        (both are on a held lease: the lease runs while they wait)
+        ready, then:    any other fiber that woke (fetch loop, starts, signals, result polls)
+    timers (a heap):    a fiber's `Sleep` and an injected stall park it here, holding no thread
 
-The code that runs is the same as in the simulation; only the driver differs.
+The code that runs is the same as in the simulation; only the driver differs. A fiber runs on
+one thread at a time, its calls in order; a worker keeps driving the fiber it took, so a run's
+`run_start`, `run_end` and `remove` are one thread's work without hand-offs. A thread per
+fiber, as before, cost a thread start per run and per caller, and a wake-up of a fresh thread
+for every task taken: on one node most of a step's time (`scripts/bench_engine.py`).
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import threading
+import time
+from collections import deque
 from typing import Any
 
-from impl.engine.effects import Fiber, Stopped, drive
+from impl.engine.effects import Call, Fiber, Sleep
 from impl.engine.faults import Stalls
 from impl.engine.node import Node
 
+_IDLE_WAIT_S = 0.05  # a worker with nothing to do looks again this often (stop, the queue)
+
+
+class _Task:
+    """One fiber on the pool: where it is, and the box its submitter reads."""
+
+    __slots__ = ("fiber", "box", "urgent", "started", "value", "pending")
+
+    def __init__(self, fiber: Fiber[Any], box: dict[str, Any], urgent: bool) -> None:
+        self.fiber = fiber
+        self.box = box
+        self.urgent = urgent  # on a held lease: ready before the others
+        self.started = False
+        self.value: Any = None
+        self.pending: Call | None = None  # a call held back by a stall, run when it wakes
+
 
 class NodeRuntime:
-    """Runs a `Node` with threads until `stop()`."""
+    """Runs a `Node`'s fibers on `workers` threads until `stop()`."""
 
-    def __init__(self, node: Node, stalls: Stalls | None = None) -> None:
+    def __init__(self, node: Node, stalls: Stalls | None = None, workers: int = 8) -> None:
         self.node = node
-        self.stalls = stalls  # injected stalls of a thread before some calls (faults.Stalls)
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
-        self._lock = threading.Lock()
+        self.stalls = stalls  # injected stalls of a fiber before some calls (faults.Stalls)
         self.errors: list[BaseException] = []
+        self._workers = workers
+        self._stop = threading.Event()
+        self._cond = threading.Condition()
+        self._urgent: deque[_Task] = deque()
+        self._ready: deque[_Task] = deque()
+        self._timers: list[tuple[float, int, _Task]] = []
+        self._seq = itertools.count()
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
 
-    def _sleep(self, ms: int) -> None:
-        if self._stop.wait(ms / 1000):
-            raise Stopped()
-
-    def _spawn(self, target: Any, name: str) -> threading.Thread:
-        t = threading.Thread(target=target, name=f"{self.node.name}-{name}", daemon=True)
-        with self._lock:
-            self._threads = [x for x in self._threads if x.is_alive()]
-            self._threads.append(t)
-        t.start()
-        return t
-
-    def _run_fiber(self, fiber: Fiber[Any], box: dict[str, Any]) -> None:
-        try:
-            box["value"] = drive(fiber, self._sleep, self.stalls.before if self.stalls is not None else None)
-        except Stopped:
-            box["stopped"] = True
-        except BaseException as exc:  # kept for the caller; a thread must not die silently
-            box["error"] = exc
-            self.errors.append(exc)
-        finally:
-            box["done"] = True
+    # -- the public side ---------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the fetch loop and the taker."""
-        self._spawn(lambda: self._run_fiber(self.node.fetch_loop(), {}), "fetch")
-        self._spawn(self._taker, "taker")
-
-    def _taker(self) -> None:
-        while not self._stop.is_set():
-            item = self.node.take(timeout=0.05)
-            if item is not None:
-                self._spawn(lambda item=item: self._run_fiber(self.node.run(item), {}), f"run-{item.task.task_id}")
+        """Start the workers and the fetch loop."""
+        self.node.queue.on_push = self._wake
+        self._threads = [
+            threading.Thread(target=self._work, name=f"{self.node.name}-worker{i}", daemon=True)
+            for i in range(self._workers)
+        ]
+        for t in self._threads:
+            t.start()
+        self.submit(self.node.fetch_loop(), "fetch")
 
     def submit(self, fiber: Fiber[Any], name: str = "call") -> dict[str, Any]:
-        """Run `fiber` on its own thread; returns a box that gets `done`, `value` or `error`."""
-        box: dict[str, Any] = {"done": False}
-        self._spawn(lambda: self._run_fiber(fiber, box), name)
+        """Run `fiber` on the pool; returns a box that gets `done`, `value` or `error`."""
+        box: dict[str, Any] = {"done": False, "name": name}
+        with self._cond:
+            self._ready.append(_Task(fiber, box, urgent=False))
+            self._notify()
         return box
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Stop every thread (sleeping fibers end with `Stopped`) and wait for them."""
+        """Stop the workers (fibers asleep end as `stopped`) and wait for them."""
         self._stop.set()
-        with self._lock:
-            threads = list(self._threads)
-        for t in threads:
+        with self._cond:
+            self._cond.notify_all()
+        for t in self._threads:
             t.join(timeout)
+        with self._cond:
+            left = [t for _, _, t in self._timers] + list(self._urgent) + list(self._ready)
+            self._timers.clear()
+            self._urgent.clear()
+            self._ready.clear()
+        for task in left:
+            task.box["stopped"] = True
+            task.box["done"] = True
+            task.fiber.close()
+
+    # -- the workers -------------------------------------------------------------------------
+
+    def _wake(self) -> None:
+        """The node's queue got a copy: let an idle worker take it."""
+        with self._cond:
+            self._notify()
+
+    def _notify(self) -> None:
+        if self._idle:
+            self._cond.notify()
+
+    def _next(self) -> _Task | None:
+        """The next fiber to drive, waiting for one; None once stopping."""
+        with self._cond:
+            while not self._stop.is_set():
+                item = self.node.take(0)
+                if item is not None:
+                    return _Task(self.node.run(item), {"done": False}, urgent=True)
+                now = time.monotonic()
+                while self._timers and self._timers[0][0] <= now:
+                    _, _, task = heapq.heappop(self._timers)
+                    (self._urgent if task.urgent else self._ready).append(task)
+                if self._urgent:
+                    return self._urgent.popleft()
+                if self._ready:
+                    return self._ready.popleft()
+                wait = _IDLE_WAIT_S if not self._timers else min(_IDLE_WAIT_S, self._timers[0][0] - now)
+                self._idle += 1
+                try:
+                    self._cond.wait(wait)
+                finally:
+                    self._idle -= 1
+        return None
+
+    def _park(self, task: _Task, ms: int) -> None:
+        with self._cond:
+            heapq.heappush(self._timers, (time.monotonic() + ms / 1000, next(self._seq), task))
+            self._notify()
+
+    def _work(self) -> None:
+        while True:
+            task = self._next()
+            if task is None:
+                return
+            self._drive(task)
+
+    def _drive(self, task: _Task) -> None:
+        """Step `task` until it sleeps (parked), stalls (parked) or ends."""
+        try:
+            while True:
+                if task.pending is not None:
+                    effect: Any = task.pending
+                    task.pending = None
+                elif not task.started:
+                    task.started = True
+                    effect = next(task.fiber)
+                else:
+                    effect = task.fiber.send(task.value)
+                if isinstance(effect, Sleep):
+                    task.value = None
+                    if self._stop.is_set():
+                        raise _Stopping()
+                    self._park(task, effect.ms)
+                    return
+                held_up = self.stalls.before(effect) if self.stalls is not None else 0
+                if held_up > 0:
+                    task.pending = effect
+                    self._park(task, held_up)
+                    return
+                task.value = effect.fn()
+        except StopIteration as stop:
+            task.box["value"] = stop.value
+            task.box["done"] = True
+        except _Stopping:
+            task.box["stopped"] = True
+            task.box["done"] = True
+            task.fiber.close()
+        except BaseException as exc:  # kept for the caller; a worker must not die silently
+            task.box["error"] = exc
+            task.box["done"] = True
+            self.errors.append(exc)
+
+
+class _Stopping(Exception):
+    """A fiber asked to sleep while the runtime stops: it ends there."""

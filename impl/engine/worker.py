@@ -86,6 +86,10 @@ def run_task(node: Node, item: QueuedTask) -> Fiber[None]:
             saved = yield from _step(
                 node, held, lambda: store.run_end(node.name, now, wf, inst_version, result, state, value), "run_end"
             )
+            # The finishing write is meant for now: a read for the callers (_answer_from_store)
+            # that keeps it past the lease's end is a lapse (on a loaded MariaDB such a read
+            # waited seconds, and the remove then came after the lease with none counted).
+            ended = now()
         finally:
             node.monitor.end(wf, node.name)
         if result == "completed" and saved == "saved" and step is not None:
@@ -102,7 +106,7 @@ def run_task(node: Node, item: QueuedTask) -> Fiber[None]:
             continue
         h = held
         outcome, row = yield from _step(
-            node, h, lambda: store.remove(node.name, now, h.key, h.version, h.run_after), "remove"
+            node, h, lambda: store.remove(node.name, now, h.key, h.version, h.run_after), "remove", ended
         )
         if outcome != "rerun" or row is None:
             return  # removed; removed elsewhere; or our lease was lost and the row is not ours

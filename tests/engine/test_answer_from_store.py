@@ -65,3 +65,34 @@ def test_without_answer_from_store_the_caller_waits_forever(monkeypatch: pytest.
     monkeypatch.setattr(worker, "_answer_from_store", silent)
     handle = late_copy(Simulation(gates=GATES, fetch_loops=False))
     assert not handle.future.done()
+
+
+def test_a_lease_that_ends_while_the_copy_reads_its_answer_counts_a_lapse() -> None:
+    """The remove is meant for right after run_end: a read for the callers that keeps it past
+    the lease's end (a slow store) is a lapse the node counts, for the trace header. Counted
+    from the remove's own start, it was not: the remove came after the lease, unexplained."""
+    sim = Simulation(gates=GATES, fetch_loops=False)
+    s1 = sim.spawn("n1", sim.nodes["n1"].start("w1", "approval", {"work_ms": 0, "approved": True}), "start:n1")
+    sim.spawn("n2", sim.nodes["n2"].start("w1", "approval", {"work_ms": 0, "approved": True}), "start:n2")
+    assert step(sim, "n1", "start:n1") == "create_instance"
+    assert step(sim, "n2", "start:n2") == "create_instance"
+    assert step(sim, "n2", "start:n2") == "schedule_in_memory"
+    step(sim, "n2", "take")
+    while any(f.label == "run:w1" and f.node == "n2" for f in sim.fibers):
+        step(sim, "n2", "run:w1")
+    assert step(sim, "n1", "start:n1") == "schedule_in_memory"
+    assert s1.value.scheduled.queued_in_memory
+    step(sim, "n1", "take")
+    store = sim.nodes["n1"].store
+    read = store.get_instance
+
+    def slow_read(wf):  # type: ignore[no-untyped-def]
+        sim.clock.advance(2 * sim.settings.lease_ms)  # returns past the lease's end
+        return read(wf)
+
+    store.get_instance = slow_read  # type: ignore[method-assign]
+    assert [step(sim, "n1", "run:w1") for _ in range(2)] == ["run_start", "run_end"]
+    assert sim.faults.of("w1") == {}
+    assert step(sim, "n1", "run:w1") == "read_instance"
+    assert step(sim, "n1", "run:w1") == "remove"
+    assert sim.faults.of("w1") == {"lapse": 1}
