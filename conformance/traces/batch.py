@@ -248,7 +248,7 @@ def read_prints(output: str) -> Prints:
     """The L / ACCEPT / DIFF lines a trace spec printed (see tla/TraceCheck.tla)."""
     explained: dict[int, int] = {}
     accepted: set[int] = set()
-    diffs: dict[tuple[int, int], list[Diff]] = defaultdict(list)
+    records: dict[tuple[int, int], set[tuple[Diff, ...]]] = defaultdict(set)
     for value in printed_values(output):
         if not isinstance(value, tuple) or not value:
             continue
@@ -257,11 +257,18 @@ def read_prints(output: str) -> Prints:
         elif value[0] == "ACCEPT" and len(value) == 2:
             accepted.add(value[1])
         elif value[0] == "DIFF" and len(value) == 4 and isinstance(value[3], dict):
-            for field, pair in value[3].items():
-                d = Diff(str(field), format_value(pair[0]), format_value(pair[1]))
-                if d not in diffs[(value[1], value[2])]:
-                    diffs[(value[1], value[2])].append(d)
-    return Prints(explained, frozenset(accepted), dict(diffs))
+            records[(value[1], value[2])].add(tuple(Diff(str(field), format_value(pair[0]), format_value(pair[1]))
+                                                    for field, pair in value[3].items()))
+    # TLC's workers print the DIFFs of one line in the order they happen to reach them: the
+    # records are put in a fixed order (each record's fields as printed), so that a verdict
+    # never depends on thread scheduling.
+    diffs: dict[tuple[int, int], list[Diff]] = {}
+    for key, recs in records.items():
+        out: list[Diff] = []
+        for rec in sorted(recs, key=lambda r: sorted((d.field, str(d.expected), str(d.logged)) for d in r)):
+            out.extend(d for d in rec if d not in out)
+        diffs[key] = out
+    return Prints(explained, frozenset(accepted), diffs)
 
 
 def verdicts_from_prints(batch: Batch, prints: Prints) -> list[TraceVerdict]:

@@ -98,7 +98,7 @@ CASES = {
         TraceKind.REJECTED, 8, "disagrees on held_run_after"),
     "signal's version off by one": (
         edited(corpus(SIGNAL), event=on_line(6, lambda e: e["args"].update(version=e["args"]["version"] + 1))),
-        TraceKind.REJECTED, 6, "disagrees on version"),
+        TraceKind.REJECTED, 6, "version (spec 2, trace 3)"),
     "fetched version off by one": (
         edited(corpus(SIGNAL), event=on_line(8, lambda e: e["args"].update(task_version=e["args"]["task_version"] + 1))),
         TraceKind.REJECTED, 8, "disagrees on task_version"),

@@ -29,3 +29,15 @@ def test_a_true_false_property_is_named_alone() -> None:
 
 def test_a_line_no_action_explains() -> None:
     assert rejected() == "rejected at event 7 (run_start by n1): no behaviour of the spec explains it"
+
+
+def test_the_diffs_of_a_line_do_not_depend_on_the_order_tlc_printed_them() -> None:
+    # TLC's workers print the DIFFs of one line in the order they reach them; a verdict must
+    # read the same whatever that order (a CI run once named another field first).
+    from conformance.traces.batch import read_prints
+
+    one = '<<"DIFF", 1, 6, [outcome |-> <<"conflict", "updated">>, version |-> <<1, 3>>]>>'
+    two = '<<"DIFF", 1, 6, [version |-> <<2, 3>>]>>'
+    first, second = read_prints(f"{one}\n{two}\n"), read_prints(f"{two}\n{one}\n")
+    assert first.diffs == second.diffs
+    assert [(d.field, d.expected) for d in first.diffs[(1, 6)]] == [("outcome", '"conflict"'), ("version", "1"), ("version", "2")]
