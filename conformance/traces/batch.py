@@ -134,6 +134,7 @@ def group(traces: list[Trace], system: System, batch_size: int) -> list[Batch]:
     for t in traces:
         c = constants_for(system, t)
         groups[json.dumps([c[n] for n in fixed], sort_keys=True)].append(t)
+
     def room(t: Trace) -> tuple[int, ...]:
         c = constants_for(system, t)
         return tuple(len(c[n]) for n in numbered)
@@ -141,7 +142,7 @@ def group(traces: list[Trace], system: System, batch_size: int) -> list[Batch]:
     out = []
     for members in groups.values():
         current: list[Trace] = []
-        events, least = 0, ()
+        events, least = 0, ()  # least: the room of the batch's first (smallest) trace
         for t in sorted(members, key=lambda t: (room(t), len(t.events))):
             spread = current and any(r > ROOM_SPREAD * m for r, m in zip(room(t), least))
             if current and (spread or len(current) >= batch_size or events + len(t.events) > MAX_BATCH_EVENTS):
