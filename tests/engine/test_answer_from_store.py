@@ -31,8 +31,9 @@ def step(sim: Simulation, node: str, label: str) -> str:
     raise AssertionError(f"{node} {label} cannot step now: {sim.choices()}")
 
 
-def late_copy(sim: Simulation):  # type: ignore[no-untyped-def]
-    """n1's start is answered by a copy that ran after n2 completed the workflow: its handle."""
+def queued_late_copy(sim: Simulation):  # type: ignore[no-untyped-def]
+    """n2 completes w1 while n1's start waits; then n1's start queues a copy: n1's start's
+    fiber."""
     s1 = sim.spawn("n1", sim.nodes["n1"].start("w1", "approval", {"work_ms": 0, "approved": True}), "start:n1")
     s2 = sim.spawn("n2", sim.nodes["n2"].start("w1", "approval", {"work_ms": 0, "approved": True}), "start:n2")
     assert step(sim, "n1", "start:n1") == "create_instance"
@@ -44,6 +45,12 @@ def late_copy(sim: Simulation):  # type: ignore[no-untyped-def]
     assert sim.backend.read_instance("w1").status == "COMPLETED"
     assert step(sim, "n1", "start:n1") == "schedule_in_memory"  # inserts a row, queues a copy
     assert s1.done and s1.value.scheduled.queued_in_memory and s2.done
+    return s1
+
+
+def late_copy(sim: Simulation):  # type: ignore[no-untyped-def]
+    """n1's start is answered by a copy that ran after n2 completed the workflow: its handle."""
+    s1 = queued_late_copy(sim)
     step(sim, "n1", "take")
     while any(f.label == "run:w1" and f.node == "n1" for f in sim.fibers):
         step(sim, "n1", "run:w1")
@@ -72,16 +79,7 @@ def test_a_lease_that_ends_while_the_copy_reads_its_answer_counts_a_lapse() -> N
     the lease's end (a slow store) is a lapse the node counts, for the trace header. Counted
     from the remove's own start, it was not: the remove came after the lease, unexplained."""
     sim = Simulation(gates=GATES, fetch_loops=False)
-    s1 = sim.spawn("n1", sim.nodes["n1"].start("w1", "approval", {"work_ms": 0, "approved": True}), "start:n1")
-    sim.spawn("n2", sim.nodes["n2"].start("w1", "approval", {"work_ms": 0, "approved": True}), "start:n2")
-    assert step(sim, "n1", "start:n1") == "create_instance"
-    assert step(sim, "n2", "start:n2") == "create_instance"
-    assert step(sim, "n2", "start:n2") == "schedule_in_memory"
-    step(sim, "n2", "take")
-    while any(f.label == "run:w1" and f.node == "n2" for f in sim.fibers):
-        step(sim, "n2", "run:w1")
-    assert step(sim, "n1", "start:n1") == "schedule_in_memory"
-    assert s1.value.scheduled.queued_in_memory
+    queued_late_copy(sim)
     step(sim, "n1", "take")
     store = sim.nodes["n1"].store
     read = store.get_instance
