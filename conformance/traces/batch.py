@@ -184,17 +184,26 @@ def render_batch(batch: Batch, values_file: bool = False) -> dict[str, str]:
     literals = [trace_literal(t.events, batch.system.time_fields, label=t.source) for t in batch.traces]
     constants = [(n, constant_text(n, v)) for n, v in batch.constants]
     # Per-trace constants the spec indexes itself: <<value for trace 1, ..., trace n>>, in the
-    # batch's order (Traces[t]).
+    # batch's order (Traces[t]). A per-trace definition of the protocol spec (not a declared
+    # constant, which a cfg may only replace with a constant) is replaced by the value of the
+    # trace being checked: lp_<name>_each[t], t being every trace spec's trace number.
+    each: list[tuple[str, str]] = []
     for n in sorted(per_trace(batch.system)):
         values = [constants_for(batch.system, t)[n] for t in batch.traces]
-        constants.append((n, "<<" + ", ".join(constant_text(n, v) for v in values) + ">>"))
+        column = "<<" + ", ".join(constant_text(n, v) for v in values) + ">>"
+        if n in declared(batch.system):
+            constants.append((n, column))
+        else:
+            each.append((n, column))
+            constants.append((n, f"lp_{n}_each[t]"))
     varying = [(n, [constant_text(n, v) for v in column]) for n, column in batch.varying]
     env = _env()
     data = env.get_template("TraceData.tla.j2").render(count=len(literals), system=batch.system.name, traces=literals,
                                                        values_file=VALUES_FILE if values_file else None)
     files = {
         "TraceData.tla": data,
-        "TraceRun.tla": env.get_template("TraceRun.tla.j2").render(spec=batch.system.spec, constants=constants, varying=varying),
+        "TraceRun.tla": env.get_template("TraceRun.tla.j2").render(spec=batch.system.spec, constants=constants, varying=varying,
+                                                                    each=each),
         "TraceRun.cfg": env.get_template("TraceRun.cfg.j2").render(constants=constants, varying=varying),
     }
     if values_file:

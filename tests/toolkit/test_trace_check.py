@@ -353,10 +353,13 @@ def test_traces_with_other_constants_share_a_batch_each_checked_with_its_own(tlc
     assert verdicts[1].line == 4, verdicts[1].describe()
 
 
-def test_only_a_value_for_an_overridden_definition_splits_the_batch() -> None:
-    # An INSTANCE substitutes declared constants only: the engine's RenewAhead is a definition
-    # its cfg overrides, so another renew interval needs a TLC run of its own; another lease
-    # (a declared constant) shares the batch, given per trace.
+def test_a_per_trace_definition_shares_the_batch_each_trace_checked_with_its_own(tlc: Tlc) -> None:
+    # The engine's RenewAhead is a definition of Engine.tla (a cfg may replace a declared
+    # constant only with a constant), given per trace: TraceRun replaces it with trace t's value,
+    # so other renew intervals share one TLC run. Each trace must still be checked with its own:
+    # this trace renews exactly a renew interval (300 ms) before its lease ends, which a node
+    # renewing 299 ms ahead would not have done (line 8); with the batch's first value for all,
+    # both would pass. Another lease (a declared constant) shares the batch too, by an instance.
     from conformance.traces.batch import group, render_batch
 
     root = Path(__file__).resolve().parents[2]
@@ -364,13 +367,25 @@ def test_only_a_value_for_an_overridden_definition_splits_the_batch() -> None:
     t = read_trace_file(root / "traces" / "corpus" / "engine" / "accepted" / "node-crash-then-fetch.ndjson")
     assert isinstance(t, Trace)
     settings = t.header["settings"]
+    assert settings["renew_interval_ms"] == 300
     lease = Trace("lease", {**t.header, "settings": {**settings, "lease_ms": settings["lease_ms"] + 1}}, t.events)
-    renew = Trace("renew", {**t.header, "settings": {**settings, "renew_interval_ms": settings["renew_interval_ms"] + 1}}, t.events)
-    batches = group([t, lease, renew], engine, batch_size=10)
-    assert sorted(len(b.traces) for b in batches) == [1, 2]
-    pair = next(b for b in batches if len(b.traces) == 2)
-    assert [n for n, _ in pair.varying] == ["Lease"]
-    assert "WITH Lease <- lp_Lease[i]" in render_batch(pair)["TraceRun.tla"]
+    early = Trace("early", {**t.header, "settings": {**settings, "renew_interval_ms": 299}}, t.events)
+    later = Trace("later", {**t.header, "settings": {**settings, "renew_interval_ms": 301}}, t.events)
+    batches = group([t, early, lease, later], engine, batch_size=10)
+    assert len(batches) == 1
+    assert [n for n, _ in batches[0].varying] == ["Lease"]
+    run = render_batch(batches[0])
+    assert "RenewAhead <- lp_RenewAhead" in run["TraceRun.cfg"]
+    assert "lp_RenewAhead == lp_RenewAhead_each[t]" in run["TraceRun.tla"]
+    verdicts = {v.source: v for v in check_traces([t, early, lease, later], load_systems(root), tlc)}
+    assert verdicts["early"].kind is TraceKind.REJECTED and verdicts["early"].line == 8, verdicts["early"].describe()
+    assert verdicts["early"].op == "renew"
+    for name in (t.source, "later"):
+        assert verdicts[name].kind is TraceKind.ACCEPTED, verdicts[name].describe()
+    # A lease 1 ms longer than the one the events show: wrong from the first lease on.
+    assert verdicts["lease"].kind is TraceKind.REJECTED and verdicts["lease"].line == 2, verdicts["lease"].describe()
+    alone = check_traces([early], load_systems(root), tlc, batch_size=1)
+    assert alone[0].kind is TraceKind.REJECTED and alone[0].line == 8
 
 
 def test_numbered_room_is_shared_at_the_largest_within_a_spread() -> None:
