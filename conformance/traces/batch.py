@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -235,38 +236,90 @@ def _balance(text: str) -> int:
     return depth
 
 
-def printed_values(output: str) -> list[object]:
-    """The tuples a spec printed with PrintT, in order, joined where TLC wrapped a long one."""
-    values: list[object] = []
+def printed_texts(output: str) -> Iterator[str]:
+    """The text of each tuple a spec printed with PrintT, in order, joined where TLC wrapped a
+    long one."""
     for message in walk(parse_messages(output)):
         pending: list[str] = []
         for line in message.body.splitlines():
-            if not pending and not line.lstrip().startswith("<<"):
-                continue
+            if not pending:
+                if not line.lstrip().startswith("<<"):
+                    continue
+                if _bookkeeping(line.strip()) is not None:  # most lines: one short tuple
+                    yield line.strip()
+                    continue
             pending.append(line)
             text = "\n".join(pending)
             if _balance(text) <= 0:
                 pending = []
-                try:
-                    values.append(parse_value(text))
-                except Exception:  # not a value: some other text that began with <<
-                    continue
+                yield text
+
+
+def printed_values(output: str) -> list[object]:
+    """The tuples a spec printed with PrintT, in order, joined where TLC wrapped a long one."""
+    values: list[object] = []
+    for text in printed_texts(output):
+        value = _printed(text)
+        if value is not _NOT_A_VALUE:
+            values.append(value)
     return values
 
 
+_NOT_A_VALUE = object()
+_EXPLAINED = re.compile(r'<<"L", (-?\d+), (-?\d+)>>')
+_ACCEPT = re.compile(r'<<"ACCEPT", (-?\d+)>>')
+_DIFF_AT = re.compile(r'<<\s*"DIFF",\s*(-?\d+),\s*(-?\d+),')
+
+
+def _bookkeeping(text: str) -> tuple[str, int] | tuple[str, int, int] | None:
+    """An L or ACCEPT line as TLC prints it (tla/TraceCheck.tla), read without the parser; None
+    for any other text."""
+    m = _EXPLAINED.fullmatch(text)
+    if m is not None:
+        return ("L", int(m[1]), int(m[2]))
+    m = _ACCEPT.fullmatch(text)
+    return ("ACCEPT", int(m[1])) if m is not None else None
+
+
+def _printed(text: str) -> object:
+    """One printed text as a value (`_NOT_A_VALUE` if it is some other text that began with <<)."""
+    short = _bookkeeping(text)
+    if short is not None:
+        return short
+    try:
+        return parse_value(text)
+    except Exception:
+        return _NOT_A_VALUE
+
+
 def read_prints(output: str) -> Prints:
-    """The L / ACCEPT / DIFF lines a trace spec printed (see tla/TraceCheck.tla)."""
+    """The L / ACCEPT / DIFF lines a trace spec printed (see tla/TraceCheck.tla). Only the DIFF
+    records of the line a trace stopped at (its first unexplained one) are kept: a verdict names
+    those, and a batch prints thousands of others, from searches that went on to explain the line
+    (parsing them all was most of the time spent reading a batch's output)."""
     explained: dict[int, int] = {}
     accepted: set[int] = set()
-    records: dict[tuple[int, int], set[tuple[Diff, ...]]] = defaultdict(set)
-    for value in printed_values(output):
-        if not isinstance(value, tuple) or not value:
+    diff_texts: dict[tuple[int, int] | None, set[str]] = defaultdict(set)
+    for text in printed_texts(output):
+        short = _bookkeeping(text)
+        if short is not None:
+            if short[0] == "L":
+                explained[short[1]] = max(explained.get(short[1], 0), short[2])
+            else:
+                accepted.add(short[1])
             continue
-        if value[0] == "L" and len(value) == 3:
-            explained[value[1]] = max(explained.get(value[1], 0), value[2])
-        elif value[0] == "ACCEPT" and len(value) == 2:
-            accepted.add(value[1])
-        elif value[0] == "DIFF" and len(value) == 4 and isinstance(value[3], dict):
+        at = _DIFF_AT.match(text)
+        diff_texts[(int(at[1]), int(at[2])) if at else None].add(text)
+    records: dict[tuple[int, int], set[tuple[Diff, ...]]] = defaultdict(set)
+    for key, texts in diff_texts.items():
+        if key is not None and key[1] != explained.get(key[0], 0) + 1:
+            continue
+        for text in texts:
+            value = _printed(text)
+            if not (isinstance(value, tuple) and len(value) == 4 and value[0] == "DIFF" and isinstance(value[3], dict)):
+                continue
+            if value[2] != explained.get(value[1], 0) + 1:
+                continue
             records[(value[1], value[2])].add(tuple(Diff(str(field), format_value(pair[0]), format_value(pair[1]))
                                                     for field, pair in value[3].items()))
     # TLC's workers print the DIFFs of one line in the order they happen to reach them: the

@@ -38,6 +38,22 @@ def test_the_diffs_of_a_line_do_not_depend_on_the_order_tlc_printed_them() -> No
 
     one = '<<"DIFF", 1, 6, [outcome |-> <<"conflict", "updated">>, version |-> <<1, 3>>]>>'
     two = '<<"DIFF", 1, 6, [version |-> <<2, 3>>]>>'
-    first, second = read_prints(f"{one}\n{two}\n"), read_prints(f"{two}\n{one}\n")
+    lines = '<<"L", 1, 4>>\n<<"L", 1, 5>>\n'
+    first, second = read_prints(f"{lines}{one}\n{two}\n"), read_prints(f"{two}\n{lines}{one}\n")
     assert first.diffs == second.diffs
     assert [(d.field, d.expected) for d in first.diffs[(1, 6)]] == [("outcome", '"conflict"'), ("version", "1"), ("version", "2")]
+
+
+def test_only_the_diffs_of_the_line_a_trace_stopped_at_are_read() -> None:
+    # A batch prints DIFFs at every dead end of the search, most of them on lines another branch
+    # went on to explain; the verdict names those of the first line left unexplained only (and
+    # reading the others was most of the time spent on a batch's output).
+    from conformance.traces.batch import read_prints
+
+    out = "\n".join([
+        '<<"L", 1, 1>>', '<<"DIFF", 1, 2, [version |-> <<1, 2>>]>>', '<<"L", 1, 2>>',
+        '<<"DIFF", 1, 3, [outcome |-> <<"acked", "failed">>]>>', '<<"L", 2, 1>>', '<<"ACCEPT", 2>>',
+        '<<"DIFF", 2, 1, [version |-> <<1, 2>>]>>', '<<"DIFF", 3, 1, [node |-> <<"n1", "n2">>]>>', ""])
+    prints = read_prints(out)
+    assert prints.explained == {1: 2, 2: 1} and prints.accepted == {2}
+    assert {k: [d.field for d in v] for k, v in prints.diffs.items()} == {(1, 3): ["outcome"], (3, 1): ["node"]}
