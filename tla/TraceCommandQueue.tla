@@ -121,7 +121,9 @@ CONSTANT Drained
 \* (settings.clock_slack_ms, bounded by the system file); whether the times are a real clock's
 \* (settings.wall_clock: a real process may stall unannounced, so a lapse needs only the gap
 \* the trace's own times show); whether a closing node keeps renewing
-\* (gates.close_waits_for_handlers: if not, a close is a stall).
+\* (gates.close_waits_for_handlers: if not, a close is a stall). GuardTTL, Heartbeat,
+\* ClockSlack and WallClock hold one value per trace of the batch (below): trace t's is
+\* GuardTTL[t], and so on.
 CONSTANTS GuardTTL, Heartbeat, ClockSlack, WallClock, CloseWaits
 
 \* The hidden faults the run injected, from the header (faults.<kind>, 0 when absent), and
@@ -193,7 +195,7 @@ ShowsGuardHeld(k) ==
     \/ /\ E.op \in {"submit_state", "put_if_owner", "external_call", "guard_renew"}
        /\ E.state.guard.owner # Nil /\ E.state.guard.owner = dl[guard[k]].attempt
 \* A guard held past its expiry: Redis would have deleted it.
-HeldPastTTL(k) == guard[k] # NoOne /\ E.now > gexp[k] + ClockSlack /\ ShowsGuardHeld(k)
+HeldPastTTL(k) == guard[k] # NoOne /\ E.now > gexp[k] + ClockSlack[t] /\ ShowsGuardHeld(k)
 
 \* The line's outcome (and, for the command's own ops, its state) agree with the spec, the
 \* command keeps the properties, and the line is explained.  The cursor and the names are
@@ -278,13 +280,13 @@ Worker(k, wk) == wk \in DOMAIN dl /\ cmdOf[wk] = k /\ dl[wk].node = E.node
 \* The TTL a guard line writes (args.ttl_ms) is the header's, and above the heartbeat period
 \* that renews it: a shorter one lapses between two renewals of a live attempt.
 TTLMatches ==
-    Match(t, l + 1, [ttl_ms |-> <<GuardTTL, E.args.ttl_ms>>,
-                     GuardOutlivesRenewal |-> <<E.args.ttl_ms <= Heartbeat, FALSE>>])
+    Match(t, l + 1, [ttl_ms |-> <<GuardTTL[t], E.args.ttl_ms>>,
+                     GuardOutlivesRenewal |-> <<E.args.ttl_ms <= Heartbeat[t], FALSE>>])
 
 \* A guard taken now expires a TTL later; the gap it may lapse in starts at its node's last
 \* heartbeat (a guard renewed resets both in IsGuardRenew).
 Taken(k) ==
-    /\ gexp' = [gexp EXCEPT ![k] = E.now + GuardTTL]
+    /\ gexp' = [gexp EXCEPT ![k] = E.now + GuardTTL[t]]
     /\ gid' = [gid EXCEPT ![k] = LastHb(E.node)]
 
 IsGuardTake(k, wk) ==
@@ -315,7 +317,7 @@ LostRenewRunsOn(w) ==
 \* node holds, the first heartbeat since its last take or renewal (ghb), unless it may be the
 \* same round of the heartbeat (within half a period of that renewal: one round renews every
 \* guard of the node in turn, and a round that began before a take may not renew it).
-NextBeat(j) == E.now >= gexp[j] - GuardTTL + Heartbeat \div 2
+NextBeat(j) == E.now >= gexp[j] - GuardTTL[t] + Heartbeat[t] \div 2
 
 IsGuardRenew(k, wk) ==
     /\ Logged("guard_renew", k)
@@ -325,7 +327,7 @@ IsGuardRenew(k, wk) ==
     /\ lostRenew' = IF guard[k] = wk THEN lostRenew ELSE lostRenew \cup {Att}
     /\ TTLMatches
     /\ IF guard[k] = wk
-         THEN /\ gexp' = [gexp EXCEPT ![k] = E.now + GuardTTL]
+         THEN /\ gexp' = [gexp EXCEPT ![k] = E.now + GuardTTL[t]]
               /\ gid' = [gid EXCEPT ![k] = E.now]
          ELSE UNCHANGED <<gexp, gid>>
     /\ ghb' = [j \in DOMAIN ghb |->
@@ -445,8 +447,8 @@ GuardMustGo(k, wk) ==
 \* nothing where the trace's clock is a real one (the gap itself is the evidence).
 \* (On the expiry's own ms either may be seen: Redis keeps the key until its expiry is past,
 \* the twin keeps expiry times as float seconds and may drop it then.)
-TTLPassed(k) == gexp[k] <= E.now + ClockSlack
-NoHeartbeatSince(k) == ghb[k] = -1 \/ gexp[k] <= ghb[k] + ClockSlack
+TTLPassed(k) == gexp[k] <= E.now + ClockSlack[t]
+NoHeartbeatSince(k) == ghb[k] = -1 \/ gexp[k] <= ghb[k] + ClockSlack[t]
 EntryTaken(w) == \E v \in DOMAIN dl : v > w /\ dl[v].entry = dl[w].entry /\ dl[v].node # dl[w].node
 Gap(k) == <<HolderNode(k), gid[k]>>
 FreeLapse(k) == WallClock[t] \/ EntryTaken(guard[k]) \/ Gap(k) \in paid

@@ -388,6 +388,32 @@ def test_a_per_trace_definition_shares_the_batch_each_trace_checked_with_its_own
     assert alone[0].kind is TraceKind.REJECTED and alone[0].line == 8
 
 
+def test_the_command_layers_settings_are_read_per_trace_in_one_batch_without_an_instance(tlc: Tlc) -> None:
+    # GuardTTL, Heartbeat and ClockSlack are per_trace (TraceCommandQueue reads GuardTTL[t]):
+    # traces of other settings share a TLC run with no instance per trace (slower per state).
+    # Each must still be checked with its own: a guard TTL the takes do not log, or a heartbeat
+    # no shorter than the TTL, is rejected at the first guard_take (line 6); with the first
+    # trace's settings for all, both would pass.
+    from conformance.traces.batch import group, render_batch
+
+    root = Path(__file__).resolve().parents[2]
+    command = load_systems(root)["command"]
+    t = read_trace_file(root / "traces" / "corpus" / "command" / "accepted" / "test-two-instances-long-handler.ndjson")
+    assert isinstance(t, Trace)
+    settings = t.header["settings"]
+    assert (settings["guard_ttl_ms"], settings["heartbeat_ms"]) == (200, 50)
+    ttl = Trace("ttl", {**t.header, "settings": {**settings, "guard_ttl_ms": 201}}, t.events)
+    beat = Trace("beat", {**t.header, "settings": {**settings, "heartbeat_ms": 200}}, t.events)
+    batches = group([t, ttl, beat], command, batch_size=10)
+    assert len(batches) == 1 and batches[0].varying == ()
+    assert "INSTANCE" not in render_batch(batches[0])["TraceRun.tla"]
+    verdicts = {v.source: v for v in check_traces([t, ttl, beat], load_systems(root), tlc)}
+    assert verdicts[t.source].kind is TraceKind.ACCEPTED, verdicts[t.source].describe()
+    for name, field in (("ttl", "ttl_ms"), ("beat", "GuardOutlivesRenewal")):
+        v = verdicts[name]
+        assert v.kind is TraceKind.REJECTED and v.line == 6 and field in {d.field for d in v.diffs}, v.describe()
+
+
 def test_numbered_room_is_shared_at_the_largest_within_a_spread() -> None:
     # Traces that need other room (Workers, Entries: 1..N sized to each trace) share one set,
     # the largest, instead of an instance per trace (slower per state); a batch's room spreads
