@@ -117,8 +117,12 @@ MAX_BATCH_EVENTS = 60_000
 # A batch's traces share the largest of their `numbered` sets (Workers, Entries, ...) when the
 # largest is at most this many times the smallest: spare room in a state's functions costs less
 # than checking each trace by an instance with its own (on 150 command traces with Workers 8 to
-# 32: 2.7 s of CPU shared at 32, against 3.5 s per trace). Beyond it, a new batch begins.
-ROOM_SPREAD = 4
+# 32: 2.7 s of CPU shared at 32, against 3.5 s per trace), and less than a TLC run of its own
+# (about 1 s of CPU): on a sample of recorded traces with two long Redis runs each, one batch
+# per system (Workers 8 to 128, Entries 4 to 64) took 2.6 s of CPU for 59 command traces against
+# 3.1 s in two runs at a spread of 4, and 4.35 s for 119 work-queue traces against 4.65 s. Beyond
+# it, a new batch begins.
+ROOM_SPREAD = 16
 
 
 def group(traces: list[Trace], system: System, batch_size: int) -> list[Batch]:

@@ -424,10 +424,10 @@ def test_numbered_room_is_shared_at_the_largest_within_a_spread() -> None:
 
     counter = load_systems(PROJECT)["counter"]
     system = replace(counter, constants={**counter.constants, "Slots": {"numbered": {"ops": ["step"]}, "at_least": 1}})
-    traces = [make(f"t{k}", [("n1", x) for x in range(1, k + 1)]) for k in (5, 1, 2, 3, 4, 9)]
+    traces = [make(f"t{k}", [("n1", x) for x in range(1, k + 1)]) for k in (5, 1, 2, 3, 20, 9, 33)]
     batches = group(traces, system, batch_size=10)
-    assert ROOM_SPREAD == 4
-    assert [[t.source for t in b.traces] for b in batches] == [["t1", "t2", "t3", "t4"], ["t5", "t9"]]
-    assert [dict(b.constants)["Slots"] for b in batches] == [[1, 2, 3, 4], list(range(1, 17))]
+    assert ROOM_SPREAD == 16
+    assert [[t.source for t in b.traces] for b in batches] == [["t1", "t2", "t3", "t5", "t9"], ["t20", "t33"]]
+    assert [dict(b.constants)["Slots"] for b in batches] == [list(range(1, 17)), list(range(1, 65))]
     assert all(b.varying == () for b in batches)
     assert "INSTANCE" not in render_batch(batches[0])["TraceRun.tla"]
