@@ -36,7 +36,7 @@ from conformance.tlc.process import run_tlc
 from conformance.models.declared import declared_constants
 from conformance.traces.reader import MODULE as READER_MODULE, VALUES_FILE, reader_for
 from conformance.traces.system import System, constants_for, per_trace
-from conformance.traces.to_tla import tla_value, trace_literal
+from conformance.traces.to_tla import literal_of, tla_value
 from conformance.traces.trace import Diff, Trace, TraceKind, TraceVerdict
 
 log = logging.getLogger(__name__)
@@ -186,7 +186,7 @@ def render_batch(batch: Batch, values_file: bool = False) -> dict[str, str]:
     with each varying constant bound to trace i's value (`lp_Trace(i)`), and its Init and Next
     are trace i's when t = i: each trace is checked against the spec with its own constants,
     as alone. (The spec's own ASSUMEs are checked with the first trace's values.)"""
-    literals = [trace_literal(t.events, batch.system.time_fields, label=t.source) for t in batch.traces]
+    literals = [literal_of(t, batch.system.time_fields) for t in batch.traces]
     constants = [(n, constant_text(n, v)) for n, v in batch.constants]
     # Per-trace constants the spec indexes itself: <<value for trace 1, ..., trace n>>, in the
     # batch's order (Traces[t]). A per-trace definition of the protocol spec (not a declared

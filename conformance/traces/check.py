@@ -15,7 +15,7 @@ from conformance.output.verdict import Verdict
 from conformance.traces.batch import TRACE_HEAP_MB, Batch, check_batch, constant_text, group
 from conformance.traces.read import read_trace_file
 from conformance.traces.system import System, constants_for, out_of_scope, unknown, unknown_op
-from conformance.traces.to_tla import TraceEncodeError, trace_literal
+from conformance.traces.to_tla import TraceEncodeError, literal_of
 from conformance.traces.trace import Trace, TraceKind, TraceVerdict
 
 DEFAULT_BATCH = 400
@@ -61,7 +61,7 @@ def triage(items: list[Trace | TraceVerdict], systems: dict[str, System]) -> Sor
         try:
             for name, value in constants_for(system, item).items():
                 constant_text(name, value)  # a float or NaN setting has no TLA+ form: malformed
-            trace_literal(item.events, system.time_fields, label=item.source)
+            literal_of(item, system.time_fields)
         except KeyError as exc:
             decided[item.source] = TraceVerdict(item.source, TraceKind.MALFORMED, reason=str(exc.args[0]))
             continue

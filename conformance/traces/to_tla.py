@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from conformance.errors import LeaseproofError
+from conformance.traces.trace import Trace
 
 # TLC's integers are 32-bit; -2^31 has no literal (TLC reads "-2147483648" as the negation of a
 # number too big for it, and stops).
@@ -105,3 +106,12 @@ def trace_literal(events: tuple[dict[str, Any], ...], time_fields: tuple[str, ..
     return "<<" + ",\n   ".join(
         tla_value(spec_event(e, time_fields, epoch), f"{label} event {e.get('seq', i + 1)}") for i, e in enumerate(events)
     ) + ">>"
+
+
+def literal_of(trace: Trace, time_fields: tuple[str, ...]) -> str:
+    """`trace_literal` of a trace, made once per trace and time fields (kept on the trace)."""
+    key = tuple(time_fields)
+    text = trace.literals.get(key)
+    if text is None:
+        text = trace.literals[key] = trace_literal(trace.events, key, label=trace.source)
+    return text

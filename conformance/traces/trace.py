@@ -14,6 +14,9 @@ class Trace:
     source: str
     header: dict[str, Any]
     events: tuple[dict[str, Any], ...]
+    # The trace's TLA+ text, by the time fields it was made with (to_tla.literal_of): the checker
+    # needs it when sorting traces out and again when writing a batch. Not copied by replace().
+    literals: dict[tuple[str, ...], str] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def system(self) -> str:

@@ -98,3 +98,19 @@ def test_a_trace_with_no_tla_form_is_malformed_before_tlc() -> None:
     assert sorted_.decided["decimal.ndjson"].kind is TraceKind.MALFORMED
     assert "decimal.ndjson event 1.state.v: 1.5 is not an integer" in (sorted_.decided["decimal.ndjson"].reason or "")
     assert sorted_.decided["no-lease.ndjson"].reason == "the header has no settings.lease_ms (needed for the constant Lease)"
+
+
+def test_a_traces_text_is_made_once_and_never_carried_to_another_trace() -> None:
+    # The checker needs a trace's TLA+ text twice (sorting traces out, writing its batch): it is
+    # kept on the trace. A trace made from another by replace() (a mutant, say) has its own.
+    from dataclasses import replace
+
+    from conformance.traces.to_tla import literal_of
+    from conformance.traces.trace import Trace
+
+    t = Trace("a", {}, ({"op": "step", "now": 5, "x": 1},))
+    first = literal_of(t, ("now",))
+    assert first == trace_literal(t.events, ("now",)) and literal_of(t, ("now",)) is first
+    assert literal_of(t, ()) == '<<[op |-> "step", now |-> 5, x |-> 1]>>'
+    other = replace(t, events=({"op": "step", "now": 5, "x": 2},))
+    assert literal_of(other, ("now",)) == '<<[op |-> "step", now |-> 0, x |-> 2]>>'
