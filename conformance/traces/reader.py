@@ -58,12 +58,18 @@ def _key(jar: Path) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-@cache
 def reader_classes(java: Path, jar: Path, root: Path | None = None) -> Path | None:
     """The folder holding TraceValues.class compiled against `jar` (compiled on first use), or
     None where no `javac` is found. Concurrent callers each compile into a scratch folder and
-    move it in place; the first to arrive wins, the rest use its folder."""
-    target = (root or cache_root()) / f"trace-values-{_key(jar)}"
+    move it in place; the first to arrive wins, the rest use its folder. `root` defaults to the
+    cache folder the environment names now (LEASEPROOF_CACHE), which is part of what is
+    remembered: another folder is another build."""
+    return _reader_classes(java, jar, root or cache_root())
+
+
+@cache
+def _reader_classes(java: Path, jar: Path, root: Path) -> Path | None:
+    target = root / f"trace-values-{_key(jar)}"
     if (target / "TraceValues.class").is_file():
         return target
     javac = find_javac(java)
