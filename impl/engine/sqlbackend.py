@@ -271,6 +271,9 @@ class SqliteBackend(_SqlBackend):
     """The embedded default: one SQLite file, shareable by several processes."""
 
     dialect = "sqlite"
+    # One write transaction at a time, across every process sharing the file: a node needs
+    # no more worker threads than that (`threads.workers_for`).
+    max_writers = 1
 
     def __init__(self, path: str, prefix: str = "") -> None:
         super().__init__(prefix)

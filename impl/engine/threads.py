@@ -1,6 +1,7 @@
 """Production mode: one node's fibers on a small pool of threads, with the wall clock.
 
-    workers (N threads, reused): take the next ready fiber and drive it until it sleeps or ends
+    workers (N threads, reused; one per write the store runs at once: one on SQLite):
+                        take the next ready fiber and drive it until it sleeps or ends
         ready, first:   a copy in the node's queue (taken: a run fiber), then a run fiber that woke
                         (both are on a held lease: the lease runs while they wait)
         ready, then:    any other fiber that woke (fetch loop, starts, signals, result polls)
@@ -27,6 +28,23 @@ from impl.engine.faults import Stalls
 from impl.engine.node import Node
 
 _IDLE_WAIT_S = 0.05  # a worker with nothing to do looks again this often (stop, the queue)
+DEFAULT_WORKERS = 8  # for a store that overlaps many transactions (MariaDB: commits wait for the disk)
+
+
+def workers_for(backend: Any) -> int:
+    """How many worker threads a node should run over `backend`.
+
+    You get one per write the store can run at once (the backend's `max_writers`), and
+    `DEFAULT_WORKERS` for a store that runs many (no `max_writers`, or None). On SQLite, one
+    writer at a time, more threads only queue on its writer lock, and each hand-off of that
+    lock between threads is a thread switch and a GIL hand-off: with 2 to 8 workers a node
+    spent ~210 us of CPU per transaction, with one ~110 us (`scripts/bench_engine.py`, 1 node).
+
+    >>> from impl.engine.backend import MemoryBackend
+    >>> workers_for(MemoryBackend())
+    8
+    """
+    return getattr(backend, "max_writers", None) or DEFAULT_WORKERS
 
 
 class _Task:
@@ -46,7 +64,7 @@ class _Task:
 class NodeRuntime:
     """Runs a `Node`'s fibers on `workers` threads until `stop()`."""
 
-    def __init__(self, node: Node, stalls: Stalls | None = None, workers: int = 8) -> None:
+    def __init__(self, node: Node, stalls: Stalls | None = None, workers: int = DEFAULT_WORKERS) -> None:
         self.node = node
         self.stalls = stalls  # injected stalls of a fiber before some calls (faults.Stalls)
         self.errors: list[BaseException] = []

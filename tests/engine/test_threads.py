@@ -151,3 +151,17 @@ def test_a_failing_fiber_reports_its_error_and_the_worker_goes_on(node: Node) ->
         _done({"name": "quick"}, after)
         assert isinstance(box["error"], ZeroDivisionError) and box["done"]
         assert [type(e) for e in rt.errors] == [ZeroDivisionError]
+
+
+def test_a_node_runs_one_worker_per_write_its_store_runs_at_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """SQLite runs one writer at a time: more workers only hand its lock between threads."""
+    from impl.engine.sqlbackend import MysqlBackend, SqliteBackend
+    from impl.engine.threads import DEFAULT_WORKERS, workers_for
+
+    sqlite = SqliteBackend(str(tmp_path / "e.db"))
+    try:
+        assert workers_for(sqlite) == 1
+    finally:
+        sqlite.close()
+    assert workers_for(MysqlBackend("127.0.0.1", 3306, "root", "", "test")) == DEFAULT_WORKERS  # no connection made
+    assert workers_for(MemoryBackend()) == DEFAULT_WORKERS
