@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from impl.engine.errors import EngineBug
-from impl.engine.model import Event, Instance, Task, TaskKey
+from impl.engine.model import WORKFLOW_OWNER, Event, Instance, Task, TaskKey
 from impl.engine.queries import DROP_NAMES, queries, schema_names
 from impl.errors import StoreUnavailable
 
@@ -106,6 +106,15 @@ class SqlTxn:
     def read_instance(self, wf: str) -> Instance | None:
         self._c.execute(self._q["read_instance"], {"wf": wf})
         return _instance(self._c.fetchone())
+
+    def read_state(self, wf: str) -> tuple[Instance | None, Task | None]:
+        self._c.execute(self._q["read_state"], {"wf": wf, "owner": WORKFLOW_OWNER})
+        row = self._c.fetchone()
+        n = len(_INST_COLS)
+        # A missing row's columns are all NULL; its key column is never NULL in a real row.
+        inst = _instance(row[:n]) if row is not None and row[0] is not None else None
+        task = _task(row[n:]) if row is not None and row[n] is not None else None
+        return inst, task
 
     def insert_instance(self, inst: Instance) -> None:
         self._run("insert_instance", _inst_params(inst))
