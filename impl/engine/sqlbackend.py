@@ -196,20 +196,26 @@ class _SqlBackend:
     @contextmanager
     def transaction(self) -> Iterator[SqlTxn]:
         with self._conn() as conn:
-            self._begin(conn)
-            cur = conn.cursor()
+            yield from self._in_transaction(conn)
+
+    def _in_transaction(self, conn: Any) -> Iterator[SqlTxn]:
+        """BEGIN on `conn`, yield the transaction's operations once, then COMMIT (ROLLBACK if
+        the body raised). A plain generator, for `yield from` inside a store's `transaction`:
+        a context manager nested in another cost a few us a transaction on its own."""
+        self._begin(conn)
+        cur = conn.cursor()
+        try:
+            yield SqlTxn(cur, self.q, self.dialect == "sqlite")
+        except BaseException:
             try:
-                yield SqlTxn(cur, self.q, self.dialect == "sqlite")
-            except BaseException:
-                try:
-                    conn.rollback()
-                except Exception:  # the original error matters more than a failed rollback
-                    pass
-                raise
-            else:
-                conn.commit()
-            finally:
-                cur.close()
+                conn.rollback()
+            except Exception:  # the original error matters more than a failed rollback
+                pass
+            raise
+        else:
+            conn.commit()
+        finally:
+            cur.close()
 
     def _query(self, name: str, params: dict[str, Any]) -> list[Any]:
         with self._conn() as conn:
@@ -316,17 +322,20 @@ class SqliteBackend(_SqlBackend):
         of 1 to 100 ms), so under contention most of a transaction's time was a waiter's sleep
         after the writer had gone. The threads of this process queue on a lock, and the
         processes sharing the file on an `flock` of `PATH.writer-lock` beside it, so a waiter
-        is woken as the writer commits. Reads take neither (WAL readers never wait)."""
-        with self._writer:
-            fd = self._lock_fd()
-            if fd is not None:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                with super().transaction() as tx:
-                    yield tx
-            finally:
+        is woken as the writer commits. Reads take neither (WAL readers never wait).
+
+        The connection is borrowed before the writer lock is taken, so that a wait for a
+        connection never holds up the writers."""
+        with self._conn() as conn:
+            with self._writer:
+                fd = self._lock_fd()
                 if fd is not None:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    yield from self._in_transaction(conn)
+                finally:
+                    if fd is not None:
+                        fcntl.flock(fd, fcntl.LOCK_UN)
 
     def _lock_fd(self) -> int | None:
         """The open writer-lock file of this process (none for an in-memory database)."""
