@@ -6,6 +6,8 @@
                         (both are on a held lease: the lease runs while they wait)
         ready, then:    any other fiber that woke (fetch loop, starts, signals, result polls)
     timers (a heap):    a fiber's `Sleep` and an injected stall park it here, holding no thread
+    between two calls:  a fiber on no lease gives its worker up when a copy or a woken run
+                        waits and no worker is idle, and goes on first after them
 
 The code that runs is the same as in the simulation; only the driver differs. A fiber runs on
 one thread at a time, its calls in order; a worker keeps driving the fiber it took, so a run's
@@ -150,6 +152,29 @@ class NodeRuntime:
                     self._idle -= 1
         return None
 
+    def _run_first(self) -> bool:
+        """Whether, between two calls of a fiber on no lease, its worker should take other work
+        first: a copy waits in the node's queue, or a run that woke (or whose wake-up is due)
+        waits, and no worker is idle to take it. With one worker (SQLite) the fetch loop, draining a
+        backlog of due rows in full batches, otherwise leased them all before the first of
+        their copies ran, each copy's lease running meanwhile."""
+        if self._idle:
+            return False
+        if len(self.node.queue):
+            return True
+        with self._cond:
+            if self._urgent:
+                return True
+            # The earliest timer only: a woken run's wake-up (a renewal) is the one that matters.
+            return bool(self._timers) and self._timers[0][2].urgent and self._timers[0][0] <= time.monotonic()
+
+    def _resume_next(self, task: _Task) -> None:
+        """Put `task` (between two calls) first among the fibers on no lease, so that it goes
+        on as soon as the work `_run_first` saw is done."""
+        with self._cond:
+            self._ready.appendleft(task)
+            self._notify()
+
     def _park(self, task: _Task, ms: int) -> None:
         with self._cond:
             heapq.heappush(self._timers, (time.monotonic() + ms / 1000, next(self._seq), task))
@@ -186,6 +211,9 @@ class NodeRuntime:
                     self._park(task, held_up)
                     return
                 task.value = effect.fn()
+                if not task.urgent and self._run_first():
+                    self._resume_next(task)
+                    return
         except StopIteration as stop:
             task.box["value"] = stop.value
             task.box["done"] = True
