@@ -324,18 +324,18 @@ class SqliteBackend(_SqlBackend):
         processes sharing the file on an `flock` of `PATH.writer-lock` beside it, so a waiter
         is woken as the writer commits. Reads take neither (WAL readers never wait).
 
-        The connection is borrowed before the writer lock is taken, so that a wait for a
-        connection never holds up the writers."""
-        with self._conn() as conn:
-            with self._writer:
-                fd = self._lock_fd()
-                if fd is not None:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-                try:
+        The connection is borrowed under the writer lock: a thread waiting for the lock holds
+        no connection, so the pool never runs dry of connections held by waiting writers."""
+        with self._writer:
+            fd = self._lock_fd()
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                with self._conn() as conn:
                     yield from self._in_transaction(conn)
-                finally:
-                    if fd is not None:
-                        fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                if fd is not None:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
 
     def _lock_fd(self) -> int | None:
         """The open writer-lock file of this process (none for an in-memory database)."""
