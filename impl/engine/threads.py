@@ -40,7 +40,8 @@ def workers_for(backend: Any) -> int:
     `DEFAULT_WORKERS` for a store that runs many (no `max_writers`, or None). On SQLite, one
     writer at a time, more threads only queue on its writer lock, and each hand-off of that
     lock between threads is a thread switch and a GIL hand-off: with 2 to 8 workers a node
-    spent ~210 us of CPU per transaction, with one ~110 us (`scripts/bench_engine.py`, 1 node).
+    spent ~210 us of CPU per transaction, with one ~105 us (one node, 1000 workflows of the
+    `scripts/bench_engine.py` plan).
 
     >>> from impl.engine.backend import MemoryBackend
     >>> workers_for(MemoryBackend())
