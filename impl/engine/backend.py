@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from impl.engine.model import Event, Instance, Task, TaskKey
+from impl.engine.model import WORKFLOW_OWNER, Event, Instance, Task, TaskKey
 
 
 class Txn(Protocol):
@@ -42,6 +42,10 @@ class Txn(Protocol):
 
     def read_instance(self, wf: str) -> Instance | None:
         """The workflow instance, or `None`."""
+        ...
+
+    def read_state(self, wf: str) -> tuple[Instance | None, Task | None]:
+        """The workflow's instance and its task row (each `None` if missing), in one read."""
         ...
 
     def insert_instance(self, inst: Instance) -> None:
@@ -145,6 +149,9 @@ class MemoryTxn:
 
     def read_instance(self, wf: str) -> Instance | None:
         return self._t.instances.get(wf)
+
+    def read_state(self, wf: str) -> tuple[Instance | None, Task | None]:
+        return self._t.instances.get(wf), self._t.tasks.get(TaskKey(WORKFLOW_OWNER, wf))
 
     def insert_instance(self, inst: Instance) -> None:
         if inst.wf in self._t.instances:

@@ -30,7 +30,7 @@ from impl.engine.faults import FaultLog, Stalls
 from impl.engine.model import COMPLETED, Gates, Settings
 from impl.engine.node import Node
 from impl.engine.store import Store
-from impl.engine.threads import NodeRuntime
+from impl.engine.threads import NodeRuntime, workers_for
 from impl.engine.urls import open_backend
 from impl.engine.workload import Item, plan, signaller, stale_stall_ms, starter
 
@@ -126,7 +126,8 @@ def _node_main(cfg: RunConfig, name: str, items: list[Item], t0_ms: int, faults_
         node = Node(name, store, clock, gates=cfg.gates, settings=settings)
         # The node that starts a workflow runs its first copy: only it stalls before that
         # copy's finishing write (another node's own first remove must not stall too).
-        rt = NodeRuntime(node, Stalls({i.wf: i.stall_finish_ms for i in items if i.start_node == name}))
+        rt = NodeRuntime(node, Stalls({i.wf: i.stall_finish_ms for i in items if i.start_node == name}),
+                         workers=workers_for(backend))
         rt.start()
 
         def elapsed() -> int:

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from impl.engine.errors import EngineBug
-from impl.engine.model import Event, Instance, Task, TaskKey
+from impl.engine.model import WORKFLOW_OWNER, Event, Instance, Task, TaskKey
 from impl.engine.queries import DROP_NAMES, queries, schema_names
 from impl.errors import StoreUnavailable
 
@@ -107,6 +107,15 @@ class SqlTxn:
         self._c.execute(self._q["read_instance"], {"wf": wf})
         return _instance(self._c.fetchone())
 
+    def read_state(self, wf: str) -> tuple[Instance | None, Task | None]:
+        self._c.execute(self._q["read_state"], {"wf": wf, "owner": WORKFLOW_OWNER})
+        row = self._c.fetchone()
+        n = len(_INST_COLS)
+        # A missing row's columns are all NULL; its key column is never NULL in a real row.
+        inst = _instance(row[:n]) if row is not None and row[0] is not None else None
+        task = _task(row[n:]) if row is not None and row[n] is not None else None
+        return inst, task
+
     def insert_instance(self, inst: Instance) -> None:
         self._run("insert_instance", _inst_params(inst))
 
@@ -187,20 +196,26 @@ class _SqlBackend:
     @contextmanager
     def transaction(self) -> Iterator[SqlTxn]:
         with self._conn() as conn:
-            self._begin(conn)
-            cur = conn.cursor()
+            yield from self._in_transaction(conn)
+
+    def _in_transaction(self, conn: Any) -> Iterator[SqlTxn]:
+        """BEGIN on `conn`, yield the transaction's operations once, then COMMIT (ROLLBACK if
+        the body raised). A plain generator, for `yield from` inside a store's `transaction`:
+        a context manager nested in another cost a few us a transaction on its own."""
+        self._begin(conn)
+        cur = conn.cursor()
+        try:
+            yield SqlTxn(cur, self.q, self.dialect == "sqlite")
+        except BaseException:
             try:
-                yield SqlTxn(cur, self.q, self.dialect == "sqlite")
-            except BaseException:
-                try:
-                    conn.rollback()
-                except Exception:  # the original error matters more than a failed rollback
-                    pass
-                raise
-            else:
-                conn.commit()
-            finally:
-                cur.close()
+                conn.rollback()
+            except Exception:  # the original error matters more than a failed rollback
+                pass
+            raise
+        else:
+            conn.commit()
+        finally:
+            cur.close()
 
     def _query(self, name: str, params: dict[str, Any]) -> list[Any]:
         with self._conn() as conn:
@@ -271,6 +286,9 @@ class SqliteBackend(_SqlBackend):
     """The embedded default: one SQLite file, shareable by several processes."""
 
     dialect = "sqlite"
+    # One write transaction at a time, across every process sharing the file: a node needs
+    # no more worker threads than that (`threads.workers_for`).
+    max_writers = 1
 
     def __init__(self, path: str, prefix: str = "") -> None:
         super().__init__(prefix)
@@ -304,14 +322,17 @@ class SqliteBackend(_SqlBackend):
         of 1 to 100 ms), so under contention most of a transaction's time was a waiter's sleep
         after the writer had gone. The threads of this process queue on a lock, and the
         processes sharing the file on an `flock` of `PATH.writer-lock` beside it, so a waiter
-        is woken as the writer commits. Reads take neither (WAL readers never wait)."""
+        is woken as the writer commits. Reads take neither (WAL readers never wait).
+
+        The connection is borrowed under the writer lock: a thread waiting for the lock holds
+        no connection, so the pool never runs dry of connections held by waiting writers."""
         with self._writer:
             fd = self._lock_fd()
             if fd is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                with super().transaction() as tx:
-                    yield tx
+                with self._conn() as conn:
+                    yield from self._in_transaction(conn)
             finally:
                 if fd is not None:
                     fcntl.flock(fd, fcntl.LOCK_UN)

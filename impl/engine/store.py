@@ -60,8 +60,12 @@ def _at(now: Now) -> int:
     return now() if callable(now) else now
 
 
+# One encoder for every event: `json.dumps` with options builds a new encoder per call.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def _json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 class Store:
@@ -96,8 +100,7 @@ class Store:
     def _record(
         self, tx: Txn, wf: str, wf_seq: int, node: str, now: int, op: str, args: dict[str, Any], outcome: str
     ) -> None:
-        inst = tx.read_instance(wf)
-        task = tx.read_task(_key(wf))
+        inst, task = tx.read_state(wf)  # read back after the write, as committed
         state = {
             "instance": inst.trace_state() if inst else None,
             "task": task.trace_state() if task else None,

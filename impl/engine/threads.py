@@ -1,10 +1,13 @@
 """Production mode: one node's fibers on a small pool of threads, with the wall clock.
 
-    workers (N threads, reused): take the next ready fiber and drive it until it sleeps or ends
+    workers (N threads, reused; one per write the store runs at once: one on SQLite):
+                        take the next ready fiber and drive it until it sleeps or ends
         ready, first:   a copy in the node's queue (taken: a run fiber), then a run fiber that woke
                         (both are on a held lease: the lease runs while they wait)
         ready, then:    any other fiber that woke (fetch loop, starts, signals, result polls)
     timers (a heap):    a fiber's `Sleep` and an injected stall park it here, holding no thread
+    between two calls:  a fiber on no lease gives its worker up when a copy or a woken run
+                        waits and no worker is idle, and goes on first after them
 
 The code that runs is the same as in the simulation; only the driver differs. A fiber runs on
 one thread at a time, its calls in order; a worker keeps driving the fiber it took, so a run's
@@ -27,6 +30,24 @@ from impl.engine.faults import Stalls
 from impl.engine.node import Node
 
 _IDLE_WAIT_S = 0.05  # a worker with nothing to do looks again this often (stop, the queue)
+DEFAULT_WORKERS = 8  # for a store that overlaps many transactions (MariaDB: commits wait for the disk)
+
+
+def workers_for(backend: Any) -> int:
+    """How many worker threads a node should run over `backend`.
+
+    You get one per write the store can run at once (the backend's `max_writers`), and
+    `DEFAULT_WORKERS` for a store that runs many (no `max_writers`, or None). On SQLite, one
+    writer at a time, more threads only queue on its writer lock, and each hand-off of that
+    lock between threads is a thread switch and a GIL hand-off: with 2 to 8 workers a node
+    spent ~210 us of CPU per transaction, with one ~105 us (one node, 1000 workflows of the
+    `scripts/bench_engine.py` plan).
+
+    >>> from impl.engine.backend import MemoryBackend
+    >>> workers_for(MemoryBackend())
+    8
+    """
+    return getattr(backend, "max_writers", None) or DEFAULT_WORKERS
 
 
 class _Task:
@@ -46,7 +67,7 @@ class _Task:
 class NodeRuntime:
     """Runs a `Node`'s fibers on `workers` threads until `stop()`."""
 
-    def __init__(self, node: Node, stalls: Stalls | None = None, workers: int = 8) -> None:
+    def __init__(self, node: Node, stalls: Stalls | None = None, workers: int = DEFAULT_WORKERS) -> None:
         self.node = node
         self.stalls = stalls  # injected stalls of a fiber before some calls (faults.Stalls)
         self.errors: list[BaseException] = []
@@ -132,6 +153,29 @@ class NodeRuntime:
                     self._idle -= 1
         return None
 
+    def _run_first(self) -> bool:
+        """Whether, between two calls of a fiber on no lease, its worker should take other work
+        first: a copy waits in the node's queue, or a run that woke (or whose wake-up is due)
+        waits, and no worker is idle to take it. With one worker (SQLite) the fetch loop, draining a
+        backlog of due rows in full batches, otherwise leased them all before the first of
+        their copies ran, each copy's lease running meanwhile."""
+        if self._idle:
+            return False
+        if len(self.node.queue):
+            return True
+        with self._cond:
+            if self._urgent:
+                return True
+            # The earliest timer only: a woken run's wake-up (a renewal) is the one that matters.
+            return bool(self._timers) and self._timers[0][2].urgent and self._timers[0][0] <= time.monotonic()
+
+    def _resume_next(self, task: _Task) -> None:
+        """Put `task` (between two calls) first among the fibers on no lease, so that it goes
+        on as soon as the work `_run_first` saw is done."""
+        with self._cond:
+            self._ready.appendleft(task)
+            self._notify()
+
     def _park(self, task: _Task, ms: int) -> None:
         with self._cond:
             heapq.heappush(self._timers, (time.monotonic() + ms / 1000, next(self._seq), task))
@@ -168,6 +212,9 @@ class NodeRuntime:
                     self._park(task, held_up)
                     return
                 task.value = effect.fn()
+                if not task.urgent and self._run_first():
+                    self._resume_next(task)
+                    return
         except StopIteration as stop:
             task.box["value"] = stop.value
             task.box["done"] = True

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["decide", "faults", "limit", "node", "replay", "scheduler", "sim", "urls", "workflows", "queries"]
+MODULES = ["decide", "faults", "limit", "node", "replay", "scheduler", "sim", "threads", "urls", "workflows", "queries"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -151,3 +151,42 @@ def test_a_failing_fiber_reports_its_error_and_the_worker_goes_on(node: Node) ->
         _done({"name": "quick"}, after)
         assert isinstance(box["error"], ZeroDivisionError) and box["done"]
         assert [type(e) for e in rt.errors] == [ZeroDivisionError]
+
+
+def test_a_node_runs_one_worker_per_write_its_store_runs_at_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """SQLite runs one writer at a time: more workers only hand its lock between threads."""
+    from impl.engine.sqlbackend import MysqlBackend, SqliteBackend
+    from impl.engine.threads import DEFAULT_WORKERS, workers_for
+
+    sqlite = SqliteBackend(str(tmp_path / "e.db"))
+    try:
+        assert workers_for(sqlite) == 1
+    finally:
+        sqlite.close()
+    assert workers_for(MysqlBackend("127.0.0.1", 3306, "root", "", "test")) == DEFAULT_WORKERS  # no connection made
+    assert workers_for(MemoryBackend()) == DEFAULT_WORKERS
+
+
+def test_a_fiber_on_no_lease_lets_a_copy_queued_meanwhile_run_before_its_next_call(node: Node) -> None:
+    """With one worker, a fetch loop draining a backlog kept it until all were leased; a
+    copy's lease runs while it waits, so the copy goes first, then the fiber goes on."""
+    order: list[str] = []
+    finished = threading.Event()
+    run_start = node.store.run_start
+
+    def recording_run_start(*args, **kwargs):  # type: ignore[no-untyped-def]
+        order.append("run")
+        return run_start(*args, **kwargs)
+
+    node.store.run_start = recording_run_start  # type: ignore[method-assign]
+    from impl.engine.effects import drive
+
+    def caller():  # type: ignore[no-untyped-def]
+        yield Call(lambda: (order.append("call 1"), drive(node.start("wf1", "approval", {"approved": True}))))
+        yield Call(lambda: order.append("call 2"))
+        finished.set()
+
+    with _runtime(node, workers=1) as rt:
+        rt.submit(caller(), "caller")
+        _done({"name": "caller"}, finished)
+    assert order == ["call 1", "run", "call 2"]

@@ -33,6 +33,15 @@ LIMIT :limit
 -- name: read_instance
 SELECT wf, workflow, status, version, state, result FROM {p}instances WHERE wf = :wf
 
+-- name: read_state
+-- The workflow's instance and task rows in one read (a trace event records both after the
+-- write); a row that does not exist comes back as NULLs.
+SELECT i.wf, i.workflow, i.status, i.version, i.state, i.result,
+       t.owner, t.task_id, t.status, t.run_after, t.version, t.retry_count, t.payload, t.type
+FROM (SELECT :wf AS wf) AS k
+LEFT JOIN {p}instances AS i ON i.wf = k.wf
+LEFT JOIN {p}tasks AS t ON t.owner = :owner AND t.task_id = k.wf
+
 -- name: insert_instance
 INSERT INTO {p}instances (wf, workflow, status, version, state, result)
 VALUES (:wf, :workflow, :status, :version, :state, :result)
