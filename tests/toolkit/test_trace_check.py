@@ -353,6 +353,18 @@ def test_traces_with_other_constants_share_a_batch_each_checked_with_its_own(tlc
     assert verdicts[1].line == 4, verdicts[1].describe()
 
 
+def corpus_trace(system: str, name: str) -> Trace:
+    """An accepted trace of the project's corpus."""
+    t = read_trace_file(Path(__file__).resolve().parents[2] / "traces" / "corpus" / system / "accepted" / f"{name}.ndjson")
+    assert isinstance(t, Trace)
+    return t
+
+
+def with_settings(t: Trace, source: str, **settings: Any) -> Trace:
+    """`t`'s events under a header whose settings differ as given."""
+    return Trace(source, {**t.header, "settings": {**t.header["settings"], **settings}}, t.events)
+
+
 def test_a_per_trace_definition_shares_the_batch_each_trace_checked_with_its_own(tlc: Tlc) -> None:
     # The engine's RenewAhead is a definition of Engine.tla (a cfg may replace a declared
     # constant only with a constant), given per trace: TraceRun replaces it with trace t's value,
@@ -364,13 +376,10 @@ def test_a_per_trace_definition_shares_the_batch_each_trace_checked_with_its_own
 
     root = Path(__file__).resolve().parents[2]
     engine = load_systems(root)["engine"]
-    t = read_trace_file(root / "traces" / "corpus" / "engine" / "accepted" / "node-crash-then-fetch.ndjson")
-    assert isinstance(t, Trace)
-    settings = t.header["settings"]
-    assert settings["renew_interval_ms"] == 300
-    lease = Trace("lease", {**t.header, "settings": {**settings, "lease_ms": settings["lease_ms"] + 1}}, t.events)
-    early = Trace("early", {**t.header, "settings": {**settings, "renew_interval_ms": 299}}, t.events)
-    later = Trace("later", {**t.header, "settings": {**settings, "renew_interval_ms": 301}}, t.events)
+    t = corpus_trace("engine", "node-crash-then-fetch")
+    assert t.header["settings"]["renew_interval_ms"] == 300
+    lease = with_settings(t, "lease", lease_ms=t.header["settings"]["lease_ms"] + 1)
+    early, later = with_settings(t, "early", renew_interval_ms=299), with_settings(t, "later", renew_interval_ms=301)
     batches = group([t, early, lease, later], engine, batch_size=10)
     assert len(batches) == 1
     assert [n for n, _ in batches[0].varying] == ["Lease"]
@@ -398,12 +407,9 @@ def test_the_command_layers_settings_are_read_per_trace_in_one_batch_without_an_
 
     root = Path(__file__).resolve().parents[2]
     command = load_systems(root)["command"]
-    t = read_trace_file(root / "traces" / "corpus" / "command" / "accepted" / "test-two-instances-long-handler.ndjson")
-    assert isinstance(t, Trace)
-    settings = t.header["settings"]
-    assert (settings["guard_ttl_ms"], settings["heartbeat_ms"]) == (200, 50)
-    ttl = Trace("ttl", {**t.header, "settings": {**settings, "guard_ttl_ms": 201}}, t.events)
-    beat = Trace("beat", {**t.header, "settings": {**settings, "heartbeat_ms": 200}}, t.events)
+    t = corpus_trace("command", "test-two-instances-long-handler")
+    assert (t.header["settings"]["guard_ttl_ms"], t.header["settings"]["heartbeat_ms"]) == (200, 50)
+    ttl, beat = with_settings(t, "ttl", guard_ttl_ms=201), with_settings(t, "beat", heartbeat_ms=200)
     batches = group([t, ttl, beat], command, batch_size=10)
     assert len(batches) == 1 and batches[0].varying == ()
     assert "INSTANCE" not in render_batch(batches[0])["TraceRun.tla"]
