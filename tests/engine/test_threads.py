@@ -106,10 +106,8 @@ def test_a_stall_parks_the_fiber_before_its_call_and_the_node_goes_on(node: Node
     assert stalled.get("stopped") and not called.is_set()
 
 
-def test_a_copy_in_the_queue_runs_before_the_callers_waiting_for_a_worker(node: Node) -> None:
-    """Both wait for the one worker; the copy's lease is running, so its run goes first."""
-    order: list[str] = []
-    busy, release, caller_done = threading.Event(), threading.Event(), threading.Event()
+def record_run_starts(node: Node, order: list[str]) -> None:
+    """Append "run" to `order` at each run_start of the node's store."""
     run_start = node.store.run_start
 
     def recording_run_start(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -117,6 +115,13 @@ def test_a_copy_in_the_queue_runs_before_the_callers_waiting_for_a_worker(node: 
         return run_start(*args, **kwargs)
 
     node.store.run_start = recording_run_start  # type: ignore[method-assign]
+
+
+def test_a_copy_in_the_queue_runs_before_the_callers_waiting_for_a_worker(node: Node) -> None:
+    """Both wait for the one worker; the copy's lease is running, so its run goes first."""
+    order: list[str] = []
+    busy, release, caller_done = threading.Event(), threading.Event(), threading.Event()
+    record_run_starts(node, order)
 
     def blocker():  # type: ignore[no-untyped-def]
         yield Call(lambda: (busy.set(), release.wait(HANG_S)))
@@ -172,13 +177,7 @@ def test_a_fiber_on_no_lease_lets_a_copy_queued_meanwhile_run_before_its_next_ca
     copy's lease runs while it waits, so the copy goes first, then the fiber goes on."""
     order: list[str] = []
     finished = threading.Event()
-    run_start = node.store.run_start
-
-    def recording_run_start(*args, **kwargs):  # type: ignore[no-untyped-def]
-        order.append("run")
-        return run_start(*args, **kwargs)
-
-    node.store.run_start = recording_run_start  # type: ignore[method-assign]
+    record_run_starts(node, order)
     from impl.engine.effects import drive
 
     def caller():  # type: ignore[no-untyped-def]
