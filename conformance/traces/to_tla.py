@@ -11,6 +11,7 @@ can print TLC's `-tool` marker `@!@!@` (which would open or close a message in i
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from conformance.errors import LeaseproofError
@@ -32,8 +33,14 @@ class TraceEncodeError(LeaseproofError):
     """A trace value has no TLA+ form (a decimal, an integer past 32 bits); the message says where."""
 
 
+# Printable ASCII but for '"', '@' and a backslash: such a string is its own literal's body.
+_PLAIN = re.compile(r'[ !#-?A-\[\]-~]*')
+
+
 def tla_string(s: str) -> str:
     """`s` as a TLA+ string literal that denotes exactly one value per input string."""
+    if _PLAIN.fullmatch(s):
+        return '"' + s + '"'
     out = ['"']
     for ch in s.replace("\\", "\\\\"):
         if ch == '"':
@@ -51,39 +58,73 @@ def tla_string(s: str) -> str:
 
 def tla_value(v: Any, where: str = "value", depth: int = 0) -> str:
     """A JSON value as TLA+ text; `where` names it in errors."""
+    return _tla(v, where, depth)
+
+
+# Where a nested value is, as its parent's place and its own key or index: put into words only
+# for an error (formatting it for every value was a third of the time spent on a trace).
+_Where = str | tuple[Any, str, Any]
+
+
+def _where_text(where: _Where) -> str:
+    parts: list[str] = []
+    while isinstance(where, tuple):
+        where, how, key = where
+        parts.append(f"[{key}]" if how == "[" else f".{key!r}" if how == "'" else f".{key}")
+    return where + "".join(reversed(parts))
+
+
+def _tla(v: Any, where: _Where, depth: int) -> str:
     if depth > MAX_DEPTH:
-        raise TraceEncodeError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        raise TraceEncodeError(f"{_where_text(where)}: nested deeper than {MAX_DEPTH} levels")
+    # Exact types first, the common ones first (a str subclass, say, takes the slower way below).
+    kind = type(v)
+    if kind is str:
+        return tla_string(v)
+    if kind is int:
+        if not TLC_INT_MIN <= v <= TLC_INT_MAX:
+            raise TraceEncodeError(f"{_where_text(where)}: {v} does not fit TLC's 32-bit integers")
+        return str(v)
+    if kind is dict:
+        if not v:
+            return "<< >>"
+        if all(_is_field(k) for k in v):
+            return "[" + ", ".join(f"{k} |-> {_tla(x, (where, '.', k), depth + 1)}" for k, x in v.items()) + "]"
+        return "(" + " @@ ".join(f"{tla_string(k)} :> {_tla(x, (where, chr(39), k), depth + 1)}" for k, x in v.items()) + ")"
     if v is None:
         return "Nil"
     if isinstance(v, bool):
         return "TRUE" if v else "FALSE"
     if isinstance(v, int):
-        if not TLC_INT_MIN <= v <= TLC_INT_MAX:
-            raise TraceEncodeError(f"{where}: {v} does not fit TLC's 32-bit integers")
-        return str(v)
+        return _tla(int(v), where, depth)
     if isinstance(v, float):
         if v.is_integer():
-            return tla_value(int(v), where, depth)
-        raise TraceEncodeError(f"{where}: {v} is not an integer, and TLA+ as TLC checks it has no decimals")
+            return _tla(int(v), where, depth)
+        raise TraceEncodeError(f"{_where_text(where)}: {v} is not an integer, and TLA+ as TLC checks it has no decimals")
     if isinstance(v, str):
-        return tla_string(v)
+        return tla_string(str(v))
     if isinstance(v, list):
-        return "<<" + ", ".join(tla_value(x, f"{where}[{i}]", depth + 1) for i, x in enumerate(v)) + ">>"
+        return "<<" + ", ".join(_tla(x, (where, "[", i), depth + 1) for i, x in enumerate(v)) + ">>"
     if isinstance(v, dict):
-        if not v:
-            return "<< >>"
-        if all(_FIELD.fullmatch(k) for k in v):
-            return "[" + ", ".join(f"{k} |-> {tla_value(x, f'{where}.{k}', depth + 1)}" for k, x in v.items()) + "]"
-        return "(" + " @@ ".join(f"{tla_string(k)} :> {tla_value(x, f'{where}.{k!r}', depth + 1)}" for k, x in v.items()) + ")"
-    raise TraceEncodeError(f"{where}: a {type(v).__name__} has no TLA+ form")
+        return _tla(dict(v), where, depth)
+    raise TraceEncodeError(f"{_where_text(where)}: a {type(v).__name__} has no TLA+ form")
+
+
+@lru_cache(maxsize=4096)
+def _is_field(key: str) -> bool:
+    """Is `key` written as a record field (see _FIELD)? The same few keys come again and again."""
+    return isinstance(key, str) and _FIELD.fullmatch(key) is not None
 
 
 def _shift(event: dict[str, Any], path: str, epoch: int) -> None:
+    """Make the time at `path` relative to `epoch`, in `event` (a copy), copying each object on
+    the way (the rest is shared with the line as read, never written)."""
     parts = path.split(".")
     node: Any = event
     for p in parts[:-1]:
         if not isinstance(node, dict) or not isinstance(node.get(p), dict):
             return
+        node[p] = dict(node[p])
         node = node[p]
     last = parts[-1]
     if isinstance(node, dict) and isinstance(node.get(last), int) and not isinstance(node.get(last), bool):
@@ -91,10 +132,9 @@ def _shift(event: dict[str, Any], path: str, epoch: int) -> None:
 
 
 def spec_event(event: dict[str, Any], time_fields: tuple[str, ...], epoch: int) -> dict[str, Any]:
-    """The record a trace spec sees: the line without `kind` and `seq`, times made relative to `epoch`."""
-    import copy
-
-    out = {k: copy.deepcopy(v) for k, v in event.items() if k not in ("kind", "seq")}
+    """The record a trace spec sees: the line without `kind` and `seq`, times made relative to
+    `epoch`. The line itself is left as it is."""
+    out = {k: v for k, v in event.items() if k not in ("kind", "seq")}
     for path in time_fields:
         _shift(out, path, epoch)
     return out

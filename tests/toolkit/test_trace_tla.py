@@ -114,3 +114,13 @@ def test_a_traces_text_is_made_once_and_never_carried_to_another_trace() -> None
     assert literal_of(t, ()) == '<<[op |-> "step", now |-> 5, x |-> 1]>>'
     other = replace(t, events=({"op": "step", "now": 5, "x": 2},))
     assert literal_of(other, ("now",)) == '<<[op |-> "step", now |-> 0, x |-> 2]>>'
+
+
+def test_an_unencodable_value_is_named_by_where_it_sits() -> None:
+    # The place is put into words only for the error: a field, an index, a key that is no field.
+    with pytest.raises(TraceEncodeError) as exc:
+        tla_value({"a": [1, {"b c": 2**40}]}, "line 3")
+    assert str(exc.value) == "line 3.a[1].'b c': 1099511627776 does not fit TLC's 32-bit integers"
+    with pytest.raises(TraceEncodeError, match=r"^line 3\.a\[0\]: 0\.5 is not an integer"):
+        tla_value({"a": [0.5]}, "line 3")
+    assert tla_value({"a": [2.0, True, None, "x@y"]}) == '[a |-> <<2, TRUE, Nil, "x\\\\u0040y">>]'
