@@ -437,3 +437,16 @@ def test_numbered_room_is_shared_at_the_largest_within_a_spread() -> None:
     assert [dict(b.constants)["Slots"] for b in batches] == [list(range(1, 17)), list(range(1, 65))]
     assert all(b.varying == () for b in batches)
     assert "INSTANCE" not in render_batch(batches[0])["TraceRun.tla"]
+
+
+def test_a_per_trace_name_the_spec_does_not_have_makes_each_trace_inconclusive_saying_so(tlc: Tlc) -> None:
+    # A system file may mark a definition of the spec per_trace (replaced by trace t's value);
+    # one naming nothing in the spec is the user's mistake: every trace is inconclusive, naming it.
+    from dataclasses import replace
+
+    counter = load_systems(PROJECT)["counter"]
+    system = replace(counter, constants={**counter.constants, "Nowhere": {"from": "settings.limit", "per_trace": True}})
+    verdicts = check_traces([make("a", [("n1", 1)]), make("b", [("n1", 1)], limit=3)], {"counter": system}, tlc)
+    for v in verdicts:
+        assert v.kind is TraceKind.INCONCLUSIVE, v.describe()
+        assert "the identifier Nowhere does not appear in the specification" in (v.reason or ""), v.describe()
