@@ -259,16 +259,6 @@ def printed_texts(output: str) -> Iterator[str]:
                 yield text
 
 
-def printed_values(output: str) -> list[object]:
-    """The tuples a spec printed with PrintT, in order, joined where TLC wrapped a long one."""
-    values: list[object] = []
-    for text in printed_texts(output):
-        value = _printed(text)
-        if value is not _NOT_A_VALUE:
-            values.append(value)
-    return values
-
-
 _NOT_A_VALUE = object()
 _EXPLAINED = re.compile(r'<<"L", (-?\d+), (-?\d+)>>')
 _ACCEPT = re.compile(r'<<"ACCEPT", (-?\d+)>>')
