@@ -162,6 +162,9 @@ Unbound(k) == {w \in DOMAIN dl : /\ dl[w].attempt = Nil /\ dl[w].node = E.node
 WkOf(k) == CASE Att # Nil /\ Bound(Att) # {} -> CHOOSE w \in Bound(Att) : TRUE
              [] Att # Nil /\ Unbound(k) # {} -> Least(Unbound(k))
              [] OTHER                        -> 0
+\* wk (WkOf's) is the worker the line's attempt is bound to: Bound(Att) = {wk} (an attempt is
+\* bound to one delivery at most, BindW), read with one lookup instead of a walk of dl.
+IsBound(wk) == Att # Nil /\ wk \in DOMAIN dl /\ dl[wk].attempt = Att
 BindW(wk) == dl' = IF wk \in DOMAIN dl /\ dl[wk].attempt = Nil
                THEN [dl EXCEPT ![wk].attempt = Att] ELSE dl
 
@@ -487,9 +490,9 @@ NoLapse(k) ==
     /\ FALSE
 
 \* A stalled attempt goes on at its next line (its guard lapsed meanwhile).
-Unstall ==
-    /\ l < Lines /\ Att # Nil
-    /\ \E w \in Bound(Att) :
+Unstall(wk) ==
+    /\ l < Lines /\ IsBound(wk)
+    /\ \E w \in {wk} :
           /\ wmode[w] = "paused" /\ cmdOf[w] \in Commands /\ guard[cmdOf[w]] # w
           /\ Resume(w)
     /\ UNCHANGED traceVars
@@ -522,7 +525,7 @@ GuardlessRelease(k) ==
 \* AtomicPutIfOwner off: the owner read of the two-step putIfOwner, at any time before its
 \* write (so that a stale write between the two shows up as one).
 TwoStepCheck ==
-    /\ l < Lines
+    /\ l < Lines /\ ~AtomicPutIfOwner
     /\ \E w \in DOMAIN dl : PutCheck(w)
     /\ UNCHANGED traceVars
 
@@ -532,9 +535,9 @@ TwoStepCheck ==
 (*    releases the guard at once and ends without acking, the message left pending; a    *)
 (*    later delivery finds SUBMITTING and calls again with the same key. CommandQueue's   *)
 (*    attempt always goes on to PROCESSING.                                               *)
-CallThrows ==
-    /\ l < Lines /\ E.op = "guard_release" /\ Att # Nil
-    /\ \E w \in Bound(Att) :
+CallThrows(wk) ==
+    /\ l < Lines /\ E.op = "guard_release" /\ IsBound(wk)
+    /\ \E w \in {wk} :
           /\ pc[w] = "process"
           /\ pc' = [pc EXCEPT ![w] = "release"]
     /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, cmdOf, stale, checked,
@@ -546,9 +549,9 @@ CallThrows ==
 (*    the owner check refuses). CommandQueue's GuardTake reads the status with the take.    *)
 (*    Only before the attempt's first write (pc "submit"), and only for an attempt that no  *)
 (*    longer holds the guard: a holder reads what it would have read at the take.           *)
-LateStatusRead ==
-    /\ l < Lines /\ AttemptGuard /\ Att # Nil
-    /\ \E w \in Bound(Att) :
+LateStatusRead(wk) ==
+    /\ l < Lines /\ AttemptGuard /\ IsBound(wk)
+    /\ \E w \in {wk} :
           /\ Running(w) /\ pc[w] = "submit" /\ guard[cmdOf[w]] # w
           /\ NextPC(status[cmdOf[w]]) # "submit"
           /\ pc' = [pc EXCEPT ![w] = NextPC(status[cmdOf[w]])]
@@ -559,15 +562,15 @@ LateStatusRead ==
 
 (*  - CallRefused: defined before IsExternalCall, which uses it.                          *)
 
-ImplQuirk == CallThrows \/ LateStatusRead
+ImplQuirk(wk) == CallThrows(wk) \/ LateStatusRead(wk)
 
 \* The next line needs k's guard gone: its holder stalls, the guard lapses, or (never
 \* enabled) the line says why neither can be.
 GuardGoes(k, wk) == GuardMustGo(k, wk) /\ (HolderStalls(k) \/ GuardLapses(k) \/ NoLapse(k))
 
 Hidden(k, wk) ==
-    \/ GuardGoes(k, wk) \/ Unstall \/ ClientRetries(k)
-    \/ GuardlessRead(k) \/ GuardlessRelease(k) \/ TwoStepCheck \/ ImplQuirk
+    \/ GuardGoes(k, wk) \/ Unstall(wk) \/ ClientRetries(k)
+    \/ GuardlessRead(k) \/ GuardlessRelease(k) \/ TwoStepCheck \/ ImplQuirk(wk)
 
 -----------------------------------------------------------------------------
 TraceInit ==
