@@ -30,8 +30,8 @@
 EXTENDS Naturals, FiniteSets
 
 CONSTANTS
-    Workers,     \* processes that handle deliveries, one attempt at a time each
-    Commands,    \* command ids
+    WorkerIds,   \* processes that handle deliveries, one attempt at a time each (Workers)
+    CommandIds,  \* command ids (Commands)
     NoOne,       \* a model value: no guard owner, no command
     MaxSubmits,  \* successful submit calls per command (the first and its duplicates);
                  \* a retry after a failed submit comes on top (each failure is a fault)
@@ -62,9 +62,15 @@ CONSTANTS
     LateResubmit   \* a submit of the same id may come after that (else the client's
                    \* duplicates and retries all come within the TTL)
 
+\* The workers and commands, as definitions of the constants: a trace spec checking several
+\* traces in one TLC run gives each trace its own (a cfg may override a definition, not a
+\* declared constant, with a value that depends on the trace; traces/systems/command.yaml).
+Workers == WorkerIds
+Commands == CommandIds
+
 ASSUME /\ MaxSubmits \in Nat \ {0}
        /\ MaxFaults \in Nat
-       /\ NoOne \notin Workers \cup Commands
+       /\ NoOne \notin WorkerIds \cup CommandIds
        /\ \A g \in {AtomicPutIfOwner, RepairOnResubmit, AttemptGuard, TerminalCheck,
                     CancelTakesGuard,                    ExternalIdempotent, CancelOn,
                     CrashFault, PauseFault, ClientCrashFault, StateExpiry, LateResubmit} :

@@ -28,7 +28,7 @@ EXTENDS Naturals, FiniteSets
 
 CONSTANTS
     Consumers,      \* consumer names (one per process)
-    Entries,        \* stream entry ids the producer may offer
+    EntryIds,       \* stream entry ids the producer may offer (Entries)
     NoOne,          \* a model value: the owner of an entry that is not pending
     Permits,        \* concurrency(): permits per consumer
     VT,             \* visibility timeout, in ticks (>= 2)
@@ -65,6 +65,11 @@ ASSUME /\ Permits \in Nat \ {0}
                     HeartbeatOn, CleanupOnAckFailure, ReclaimRetries, CloseWaitsForHandlers,
                     PermitCheck, ReclaimTurn, PollFallback, CrashFault, PauseFault, LagFault, AckFailFault, RejectFault, CloseFault} :
               g \in BOOLEAN
+
+\* The entries, as a definition of the constant: a trace spec checking several traces in one
+\* TLC run gives each trace its own (a cfg may override a definition, not a declared constant,
+\* with a value that depends on the trace; traces/systems/workqueue.yaml, per_trace).
+Entries == EntryIds
 
 Statuses == {"unsent", "new", "pending", "gone"}
 Modes    == {"running", "paused", "closing", "crashed"}

@@ -15,7 +15,9 @@ from conformance.replay.map import Schedule, Step, UnreadableCounterexample
 
 GUARDS = ("AtomicPutIfOwner", "RepairOnResubmit", "AttemptGuard", "TerminalCheck", "CancelTakesGuard")
 _NUMBERS = ("MaxSubmits", "MaxFaults")
-_SETS = ("Workers", "Commands")
+# The sets a schedule names, and the model constants that give them (CommandQueue declares
+# WorkerIds and CommandIds, and defines Workers and Commands as them).
+_SETS = {"Workers": "WorkerIds", "Commands": "CommandIds"}
 _WRITES = {"submit": "call", "process": "finish", "finish": "release"}
 
 
@@ -99,7 +101,7 @@ def schedule_of(model: str, verdict: Mapping[str, Any], constants: Mapping[str, 
                 f"{', '.join(changed)}")
         steps.append(step)
     numbers = {k: constants[k] for k in _NUMBERS if k in constants}
-    numbers |= {k: sorted(constants[k]) for k in _SETS if k in constants}
+    numbers |= {k: sorted(constants[c]) for k, c in _SETS.items() if c in constants}
     loop_from = None
     if cx.get("back_to") is not None:
         loop_from = next((i for i, s in enumerate(steps) if s.state > int(cx["back_to"])), len(steps))

@@ -23,7 +23,9 @@ GUARDS = ("RenewOwnerCheck", "RenewPastMaxProc", "InvocationScopedPermits", "Ato
           "CleanupOnAckFailure", "ReclaimRetries", "CloseWaitsForHandlers", "PermitCheck", "ReclaimTurn",
           "PollFallback")
 _NUMBERS = ("VT", "MaxProc", "MaxDeliveries", "MaxFaults", "Permits")
-_SETS = ("Consumers", "Entries")
+# The sets a schedule names, and the model constants that give them (WorkQueue declares
+# EntryIds and defines Entries as it).
+_SETS = {"Consumers": "Consumers", "Entries": "EntryIds"}
 
 
 def _set(v: Mapping[str, Any], name: str, c: str) -> set[str]:
@@ -126,7 +128,7 @@ def schedule_of(model: str, verdict: Mapping[str, Any], constants: Mapping[str, 
         steps.append(step)
     gates = {k: v for k, v in constants.items() if isinstance(v, bool)}
     numbers = {k: constants[k] for k in _NUMBERS if k in constants}
-    numbers |= {k: sorted(constants[k]) for k in _SETS if k in constants}
+    numbers |= {k: sorted(constants[c]) for k, c in _SETS.items() if c in constants}
     loop_from = None
     if cx.get("back_to") is not None:
         loop_from = next((i for i, s in enumerate(steps) if s.state > int(cx["back_to"])), len(steps))

@@ -74,3 +74,44 @@ def test_numbered_bounds_fit_the_trace(tmp_path: Path) -> None:
     assert all(isinstance(t, Trace) for t in traces)
     verdicts = check_traces(traces, small, Tlc.locate())  # type: ignore[arg-type]
     assert [v.kind for v in verdicts] == [TraceKind.ACCEPTED] * 2, [v.describe() for v in verdicts]
+
+
+def test_each_trace_of_a_batch_has_its_own_room(tmp_path: Path) -> None:
+    # Room given per trace (Entries, Workers, Commands: numbered and per_trace): a small and a
+    # large run of each view share one TLC run without an instance, each with its own 1..N (the
+    # large one fits only its own: given the small one's, it is rejected at its first entity
+    # past the room, as a trace past the room of a batch's first trace would be).
+    from conformance.traces.batch import group, render_batch
+    from conformance.traces.system import constants_for
+
+    systems = load_systems(ROOT)
+    traces: dict[str, list[Trace]] = {"command": [], "workqueue": []}
+    for messages in (1, 12):
+        sim = seeded(SimConfig(system="command", messages=messages), 0)
+        sim.run()
+        for view in traces:
+            t = read_trace_file(sim.write_trace(tmp_path / f"{view}-{messages}.ndjson", run=f"{view} {messages}", view=view))
+            assert isinstance(t, Trace), t
+            traces[view].append(t)
+    for view, (small, large) in traces.items():
+        system = systems[view]
+        room = {n: (len(constants_for(system, small)[n]), len(constants_for(system, large)[n]))
+                for n, how in system.constants.items() if "numbered" in how}
+        assert room and all(s < g for s, g in room.values()), room  # the large run needs more of each
+        (batch,) = group([small, large], system, batch_size=10)
+        text = render_batch(batch)["TraceRun.tla"]
+        assert "INSTANCE" not in text
+        for n in room:
+            assert f"lp_{n} == lp_{n}_each[t]" in text
+    verdicts = check_traces([t for ts in traces.values() for t in ts], systems, Tlc.locate())
+    assert [v.kind for v in verdicts] == [TraceKind.ACCEPTED] * 4, [v.describe() for v in verdicts]
+    # The large runs with the small runs' room (at_least pinned there, no doubling past it):
+    # rejected, naming the room, so the acceptance above needed each trace's own.
+    pinned = {}
+    for view, (small, _) in traces.items():
+        s = systems[view]
+        pinned[view] = replace(s, constants={k: ({"value": constants_for(s, small)[k]} if "numbered" in how else how)
+                                             for k, how in s.constants.items()})
+    verdicts = check_traces([traces["command"][1], traces["workqueue"][1]], pinned, Tlc.locate())
+    for v, field in zip(verdicts, ("in_model", "entries_in_model")):
+        assert v.kind is TraceKind.REJECTED and any(field in d.field for d in v.diffs), v.describe()
