@@ -455,10 +455,12 @@ NoHeartbeatSince(k) == ghb[k] = -1 \/ gexp[k] <= ghb[k] + ClockSlack[t]
 EntryTaken(w) == \E v \in DOMAIN dl : v > w /\ dl[v].entry = dl[w].entry /\ dl[v].node # dl[w].node
 Gap(k) == <<HolderNode(k), gid[k]>>
 FreeLapse(k) == WallClock[t] \/ EntryTaken(guard[k]) \/ Gap(k) \in paid
+\* (Implications, not disjunctions: TLC would take each true disjunct as a branch of its own,
+\* to the same successor; see WorkQueue's Heartbeats.)
 CanLapse(k) ==
     /\ TTLPassed(k)
-    /\ NoHeartbeatSince(k) \/ EntryTaken(guard[k])
-    /\ FreeLapse(k) \/ stalls < StallBudget
+    /\ ~NoHeartbeatSince(k) => EntryTaken(guard[k])
+    /\ ~FreeLapse(k) => stalls < StallBudget
 
 \* The holder stalls past its guard's TTL (it goes on, stale, at its next line: Unstall).
 HolderStalls(k) ==

@@ -345,8 +345,9 @@ Lapse(n) ==
 SignalAhead(n) ==
     \E k \in (l + 1)..Lines : Traces[t][k].op = "update_instance" /\ Traces[t][k].node = n
 
+\* (SignalAhead after the read's own guards: it walks the rest of the trace.)
 EngineHidden(n) ==
-    \/ SignalAhead(n) /\ ReadInstance(n, W)
+    \/ ReadInstance(n, W) /\ SignalAhead(n)
     \/ AlreadyQueued(n, W)
     \/ Crash(n)
     \/ Lapse(n)
@@ -367,8 +368,8 @@ NewStart(n) ==
     /\ UNCHANGED <<instance, task, clock, queue, work, signaller, sigRead, budget>>
 
 NewSignal(n) ==
-    /\ SignalAhead(n)
     /\ signaller[n][W] \in {"awaiting", "polling"} \cup AnswerPhases
+    /\ SignalAhead(n)
     /\ signaller' = [signaller EXCEPT ![n][W] = "idle"]
     /\ UNCHANGED <<instance, task, clock, queue, work, starter, sigRead, budget>>
 

@@ -141,10 +141,13 @@ PermitsAfter(c, newInbox, newActive) ==
 
 \* Whether the heartbeat still renews an invocation (the old design stopped at MaxProc; a
 \* close that does not wait for handlers stops it at once).
+\* (Guards as implications, not disjunctions: TLC takes each true disjunct of an action's
+\* conjunct as a branch of its own, and evaluates the rest of the step again for each, to the
+\* same successor.)
 Heartbeats(c, e) ==
     /\ HeartbeatOn
-    /\ CloseWaitsForHandlers \/ mode[c] /= "closing"
-    /\ RenewPastMaxProc \/ elapsed[c][e] < MaxProc
+    /\ mode[c] = "closing" => CloseWaitsForHandlers
+    /\ ~RenewPastMaxProc => elapsed[c][e] < MaxProc
 
 \* An invocation that holds its lease: it runs, its lease never lapsed unnoticed, and no
 \* renewal was refused. A stalled process cannot be stopped by any lease (only fenced
@@ -251,7 +254,7 @@ InvokeStart(c, e) ==
 \* every entry is finished in the end (the model's bound on retries).
 InvokeEnd(c, e, r) ==
     /\ Up(c) /\ e \in active[c] /\ e \notin checked[c]
-    /\ r = "done" \/ deliveries[e] < MaxDeliveries
+    /\ r # "done" => deliveries[e] < MaxDeliveries   \* (an implication: see Heartbeats)
     /\ active' = [active EXCEPT ![c] = @ \ {e}]
     /\ lagging' = [lagging EXCEPT ![c] = @ \ {e}]
     /\ lost' = [lost EXCEPT ![c] = @ \ {e}]
