@@ -307,10 +307,18 @@ IsGuardTake(k, wk) ==
 (* heartbeat's renewal finds the guard lost, but the handler runs in another thread and    *)
 (* learns it only at its own next guarded step (a write refused, a release lost): until    *)
 (* then it is a stale attempt. CommandQueue's GuardRenew ends the attempt at once.         *)
+(* Taken only for an attempt that logs a later line: one that logs none is the attempt     *)
+(* ended, as far as the rest of the trace can tell (a stale attempt holds no guard and     *)
+(* runs no command, and every store step it could take is logged), and keeping both would *)
+(* double the search from here to the trace's end.                                         *)
+AttemptOf(j) == LET e == Traces[t][j] IN
+                IF "args" \in DOMAIN e /\ "attempt" \in DOMAIN e.args THEN e.args.attempt ELSE Nil
+LogsAgain(a) == \E j \in (l + 2)..Lines : AttemptOf(j) = a
 LostRenewRunsOn(w) ==
     /\ AttemptGuard /\ Running(w)
     /\ pc[w] \notin {"idle", "take", "ack"}
     /\ guard[cmdOf[w]] # w
+    /\ LogsAgain(Att)
     /\ stale' = [stale EXCEPT ![w] = TRUE]
     /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, cmdOf, pc, checked, historyVars>>
 

@@ -115,3 +115,40 @@ def test_each_trace_of_a_batch_has_its_own_room(tmp_path: Path) -> None:
     verdicts = check_traces([traces["command"][1], traces["workqueue"][1]], pinned, Tlc.locate())
     for v, field in zip(verdicts, ("in_model", "entries_in_model")):
         assert v.kind is TraceKind.REJECTED and any(field in d.field for d in v.diffs), v.describe()
+
+
+def lost_before(trace: Trace, i: int) -> Trace:
+    """`trace` with a guard_renew of line i's attempt, lost, just before line i (its heartbeat
+    found the guard gone before the handler's refused write), at line i's time and state."""
+    e = trace.events[i]
+    lost = {"seq": 0, "node": e["node"], "op": "guard_renew", "now": e["now"], "cmd": e["cmd"], "outcome": "lost",
+            "args": {"attempt": e["args"]["attempt"], "ttl_ms": trace.header["settings"]["guard_ttl_ms"]}, "state": e["state"]}
+    events = [*trace.events[:i], lost, *trace.events[i:]]
+    return Trace(f"{trace.source}#lost-first", trace.header, tuple({**x, "seq": n} for n, x in enumerate(events, start=1)))
+
+
+def test_a_lost_renewal_runs_on_only_where_its_attempt_logs_again(tmp_path: Path) -> None:
+    # The handler learns of a lost renewal at its next guarded step (LostRenewRunsOn): a lost
+    # renewal followed by the attempt's refused write is accepted as that. An attempt that logs
+    # nothing after its lost renewal is the attempt ended, one path instead of two to the end
+    # (the search stays near one state per line); with the look-ahead always false the refused
+    # write is rejected, so the acceptance above needs the stale attempt.
+    sim = seeded(SimConfig(system="command", crashes=1, faults=2, lags=2, closes=1), 10)
+    sim.run()
+    run = read_trace_file(sim.write_trace(tmp_path / "c.ndjson", run="c"))
+    assert isinstance(run, Trace), run
+    refused = next(i for i, e in enumerate(run.events)
+                   if e["op"] == "put_if_owner" and e["outcome"] == "refused" and e["state"]["guard"]["owner"] is None)
+    crafted = lost_before(run, refused)
+    quiet = seeded(SimConfig(system="command", crashes=1, faults=2, lags=2, closes=1), 0)
+    quiet.run()
+    ended = read_trace_file(quiet.write_trace(tmp_path / "q.ndjson", run="q"))
+    assert isinstance(ended, Trace), ended
+    lost = [i for i, e in enumerate(ended.events) if e["op"] == "guard_renew" and e["outcome"] == "lost"]
+    assert lost and not any(e.get("args", {}).get("attempt") == ended.events[lost[0]]["args"]["attempt"]
+                            for e in ended.events[lost[0] + 1:])
+    states: dict[str, int] = {}
+    verdicts = check_traces([crafted, ended], load_systems(ROOT), Tlc.locate(), batch_size=1,
+                            on_run=lambda b, v: states.update({b.traces[0].source: v.stats.distinct_states or 0}))
+    assert [v.kind for v in verdicts] == [TraceKind.ACCEPTED] * 2, [v.describe() for v in verdicts]
+    assert states[ended.source] <= 2 * (len(ended.events) + 1), states
