@@ -389,7 +389,14 @@ LapseUnpaid ==
                    [entry |-> ids[e], holder |-> c, idle_ms |-> VT - 1]>>])
     /\ FALSE
 
-Hidden == TraceTick \/ LateHeartbeat \/ Stall \/ Unstall \/ CrashStep \/ CloseStep \/ LapseUnpaid
+\* Time passing before the next line: the jump itself where no protected entry would reach VT,
+\* else a fault that lifts the timing assumption (or the line's rejection, LapseUnpaid). Each
+\* fault needs an Overdue entry and the jump none: asked once, so that the faults are looked
+\* at only where some entry is overdue (rarely), not at every line.
+Jump == l < Lines /\ Gap > 0 /\ IF NoneOverdue THEN TraceTick
+                                 ELSE LateHeartbeat \/ Stall \/ CrashStep \/ CloseStep \/ LapseUnpaid
+
+Hidden == Jump \/ Unstall
 
 -----------------------------------------------------------------------------
 TraceInit ==
