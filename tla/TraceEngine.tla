@@ -340,14 +340,22 @@ Lapse(n) ==
     /\ budget' = [budget EXCEPT !.outlive = @ - 1]
     /\ UNCHANGED <<instance, task, clock, starter, signaller, sigRead>>
 
-\* Some later line is a signal's update from node n: only then may n's signal read (a read
-\* that no update follows explains nothing, and pruning it keeps the search small).
+\* Some later line is a signal's update from node n: only then may n signal again (NewSignal;
+\* a signal that no update follows explains nothing, and pruning it keeps the search small).
 SignalAhead(n) ==
     \E k \in (l + 1)..Lines : Traces[t][k].op = "update_instance" /\ Traces[t][k].node = n
 
-\* (SignalAhead after the read's own guards: it walks the rest of the trace.)
+\* n's signal reads the instance only at the version its next update logs having read
+\* (args.version, which IsUpdateInstance requires of sigRead; no read comes between, as a read
+\* needs an idle signaller): a read at another version explains nothing, and pruning it keeps
+\* the search small. (After the read's own guards: it walks the rest of the trace.)
+NextUpdates(n) == {k \in (l + 1)..Lines : Traces[t][k].op = "update_instance" /\ Traces[t][k].node = n}
+ReadsAsLogged(n) ==
+    \E ks \in {NextUpdates(n)} :
+        ks # {} /\ instance[W].version = Traces[t][CHOOSE k \in ks : \A j \in ks : k <= j].args.version
+
 EngineHidden(n) ==
-    \/ ReadInstance(n, W) /\ SignalAhead(n)
+    \/ ReadInstance(n, W) /\ ReadsAsLogged(n)
     \/ AlreadyQueued(n, W)
     \/ Crash(n)
     \/ Lapse(n)
