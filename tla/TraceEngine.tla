@@ -345,14 +345,18 @@ Lapse(n) ==
 SignalAhead(n) ==
     \E k \in (l + 1)..Lines : Traces[t][k].op = "update_instance" /\ Traces[t][k].node = n
 
-\* n's signal reads the instance only at the version its next update logs having read
-\* (args.version, which IsUpdateInstance requires of sigRead; no read comes between, as a read
-\* needs an idle signaller): a read at another version explains nothing, and pruning it keeps
-\* the search small. (After the read's own guards: it walks the rest of the trace.)
+\* n's signal reads the instance at the version its next update logs having read (args.version,
+\* which IsUpdateInstance requires of sigRead; no read comes between, as a read needs an idle
+\* signaller), or just before that update, whatever the version (so that an update that
+\* disagrees is rejected naming the versions): a read at another version earlier explains
+\* nothing more, and pruning it keeps the search small. (After the read's own guards: it walks
+\* the rest of the trace. An implication, not a disjunction: see WorkQueue's Heartbeats.)
 NextUpdates(n) == {k \in (l + 1)..Lines : Traces[t][k].op = "update_instance" /\ Traces[t][k].node = n}
 ReadsAsLogged(n) ==
     \E ks \in {NextUpdates(n)} :
-        ks # {} /\ instance[W].version = Traces[t][CHOOSE k \in ks : \A j \in ks : k <= j].args.version
+        /\ ks # {}
+        /\ \E next \in {CHOOSE k \in ks : \A j \in ks : k <= j} :
+              next # l + 1 => instance[W].version = Traces[t][next].args.version
 
 EngineHidden(n) ==
     \/ ReadInstance(n, W) /\ ReadsAsLogged(n)
