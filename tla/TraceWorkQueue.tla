@@ -295,8 +295,8 @@ Gap == E.now - clock                    \* how far the next line is ahead
 \* line: some fault must have lifted the timing assumption first.
 \* (The time first: it is cheap, and false for nearly every entry at nearly every jump.)
 Overdue(e) == idle[e] + Gap >= VT /\ Protected(e)
-\* No entry is (Overdue for each entry, the idle time it takes bound once; negated, so that TLC
-\* evaluates it as a value, not as an action's disjunction that branches).
+\* No entry is Overdue (written out, with the idle time that makes one bound once; negated, so
+\* that TLC evaluates it as a value, not as an action's disjunction that branches).
 NoneOverdue == \E late \in {VT - Gap} : ~\E e \in Entries : idle[e] >= late /\ Protected(e)
 
 \* Time jumps to the next line's `now`: Tick, Gap times over, in one step.
