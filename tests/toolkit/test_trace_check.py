@@ -450,3 +450,16 @@ def test_a_per_trace_name_the_spec_does_not_have_makes_each_trace_inconclusive_s
     for v in verdicts:
         assert v.kind is TraceKind.INCONCLUSIVE, v.describe()
         assert "the identifier Nowhere does not appear in the specification" in (v.reason or ""), v.describe()
+
+
+def test_the_longest_batch_starts_first() -> None:
+    # Three runs on two cores: started in the order given (command, engine, work queue), the
+    # longest ran last, alone on one core while the other idled (8.0 s against 6.2 s on 360
+    # recorded traces). Each free core must take the longest run left.
+    from conformance.traces.batch import make_batch
+    from conformance.traces.check import longest_first
+
+    counter = load_systems(PROJECT)["counter"]
+    sizes = {"short": 2, "long": 30, "middle": 9, "also-short": 2}
+    batches = [make_batch(counter, [make(name, [("n1", x) for x in range(1, k + 1)], limit=40)]) for name, k in sizes.items()]
+    assert [b.traces[0].source for b in longest_first(batches)] == ["long", "middle", "short", "also-short"]
