@@ -87,6 +87,7 @@ EXTENDS WorkQueue, TraceData
 \* The header's clock_slack_ms: how far apart a real Redis server's PEL stamps and the TIME its
 \* script reads may fall (0 in simulation). A logged idle time may differ from the spec's by
 \* this much: the one implementation quirk this spec allows, and only in the idle field.
+\* One value per trace of the batch, as the constants below: trace t's is ClockSlack[t].
 CONSTANT ClockSlack
 
 \* The header's `drained`: the run's stream was empty when the trace was written (read from
@@ -100,10 +101,11 @@ CONSTANTS CrashBudget, PauseBudget, LagBudget, CloseBudget, RejectBudget, AckFai
 \* The header's wall_clock (a real server's times) and heartbeat_ms.
 CONSTANTS WallClock, HeartbeatMs
 
-\* Each budget and WallClock holds one value per trace of the batch (per_trace in the system file:
-\* counts differ from run to run, and as constants they would split the batches): trace t's is
+\* Each of ClockSlack, Drained, the budgets, WallClock and HeartbeatMs holds one value per trace
+\* of the batch (per_trace in the system file: settings and counts differ from run to run, and
+\* as constants they would split the batches or need an instance per trace): trace t's is
 \* CrashBudget[t], and so on.
-ASSUME HeartbeatMs \in Nat
+ASSUME \A i \in DOMAIN HeartbeatMs : HeartbeatMs[i] \in Nat
 
 VARIABLES
     t,      \* which trace of the batch
@@ -148,7 +150,7 @@ LoggedIdle ==
 
 \* The logged idle time, or the spec's when they differ by ClockSlack at most.
 IdleSeen(x) ==
-    IF SpecIdle(x) - LoggedIdle <= ClockSlack /\ LoggedIdle - SpecIdle(x) <= ClockSlack
+    IF SpecIdle(x) - LoggedIdle <= ClockSlack[t] /\ LoggedIdle - SpecIdle(x) <= ClockSlack[t]
     THEN SpecIdle(x) ELSE LoggedIdle
 
 \* The idle time a step read before writing (renew, release, ack: args.idle_ms, which the
@@ -161,8 +163,8 @@ LoggedIdleRead == IF E.args.idle_ms = Nil THEN Nil ELSE Min(VT, E.args.idle_ms)
 \* in IdleSeen).
 IdleRead(x) ==
     IF /\ SpecIdleRead(x) # Nil /\ LoggedIdleRead # Nil
-       /\ SpecIdleRead(x) - LoggedIdleRead <= ClockSlack
-       /\ LoggedIdleRead - SpecIdleRead(x) <= ClockSlack
+       /\ SpecIdleRead(x) - LoggedIdleRead <= ClockSlack[t]
+       /\ LoggedIdleRead - SpecIdleRead(x) <= ClockSlack[t]
     THEN <<SpecIdleRead(x), SpecIdleRead(x)>>
     ELSE <<SpecIdleRead(x), LoggedIdleRead>>
 
@@ -197,7 +199,7 @@ ExplainsRead(x, outcome, read) ==
                         entry |-> <<PelView(x), LoggedPel>>,
                         idle |-> <<SpecIdle(x), IdleSeen(x)>>,
                         NoOverlappingInvocations |-> <<~OneHolder(x), FALSE>>])
-    /\ (Drained /\ l + 1 = Lines) =>
+    /\ (Drained[t] /\ l + 1 = Lines) =>
           Match(t, l + 1, [EveryEntryAcked |-> <<{ids'[i] : i \in {i \in DOMAIN ids' : status'[i] # "gone"}}, {}>>])
     /\ Consumed(t, l + 1, Lines)
 
@@ -227,7 +229,7 @@ IsReceiveNew ==
 \* RenewedWithinVT's to judge, as a dead heartbeat must not pass for a server's stamp.
 ReclaimOnServerStamp(c, e) ==
     /\ ReclaimRetries /\ status[e] = "pending" /\ e \notin inbox[c] /\ ~Protected(e)
-    /\ VT - ClockSlack <= idle[e] /\ idle[e] < VT
+    /\ VT - ClockSlack[t] <= idle[e] /\ idle[e] < VT
     /\ Polling(c) /\ FreePermit(c)
     /\ Deliver(c, e)
     /\ UNCHANGED <<status, mode, active, toAck, toRelease, lagging, stalled, leaked, lost,
@@ -313,7 +315,7 @@ TraceTick ==
 
 \* In a wall-clock trace, c has logged nothing from its last line to the next line's time for as
 \* long as a stall must last to let an entry it renews every HB reach VT (see the header).
-Silent(c) == WallClock[t] /\ E.now - lastAt[c] >= VT - Min(HeartbeatMs, VT \div 3)
+Silent(c) == WallClock[t] /\ E.now - lastAt[c] >= VT - Min(HeartbeatMs[t], VT \div 3)
 
 \* A lag or stall of c: paid from kind k's budget, or free where the trace's clock shows it.
 PayOrSilent(c, k) == IF Silent(c) THEN UNCHANGED spent ELSE Pay(k)

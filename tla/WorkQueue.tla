@@ -27,12 +27,12 @@
 EXTENDS Naturals, FiniteSets
 
 CONSTANTS
-    Consumers,      \* consumer names (one per process)
+    ConsumerIds,    \* consumer names (one per process) (Consumers)
     EntryIds,       \* stream entry ids the producer may offer (Entries)
     NoOne,          \* a model value: the owner of an entry that is not pending
-    Permits,        \* concurrency(): permits per consumer
-    VT,             \* visibility timeout, in ticks (>= 2)
-    MaxProc,        \* maxProcessingTime, in ticks
+    PermitCount,    \* concurrency(): permits per consumer (Permits)
+    VTTicks,        \* visibility timeout, in ticks (>= 2) (VT)
+    MaxProcTicks,   \* maxProcessingTime, in ticks (MaxProc)
     MaxDeliveries,  \* a handler may answer "not done" only below this delivery count; the
                     \* count saturates there (counting further changes no decision)
     MaxFaults       \* how many faults (crash, pause, lag, ack failure, rejection, close) in all
@@ -55,21 +55,27 @@ CONSTANTS
 CONSTANTS
     CrashFault, PauseFault, LagFault, AckFailFault, RejectFault, CloseFault
 
-ASSUME /\ Permits \in Nat \ {0}
-       /\ VT \in Nat /\ VT >= 2
-       /\ MaxProc \in Nat \ {0}
+ASSUME /\ PermitCount \in Nat \ {0}
+       /\ VTTicks \in Nat /\ VTTicks >= 2
+       /\ MaxProcTicks \in Nat \ {0}
        /\ MaxDeliveries \in Nat \ {0}
        /\ MaxFaults \in Nat
-       /\ NoOne \notin Consumers
+       /\ NoOne \notin ConsumerIds
        /\ \A g \in {RenewOwnerCheck, RenewPastMaxProc, InvocationScopedPermits, AtomicRenew,
                     HeartbeatOn, CleanupOnAckFailure, ReclaimRetries, CloseWaitsForHandlers,
                     PermitCheck, ReclaimTurn, PollFallback, CrashFault, PauseFault, LagFault, AckFailFault, RejectFault, CloseFault} :
               g \in BOOLEAN
 
-\* The entries, as a definition of the constant: a trace spec checking several traces in one
-\* TLC run gives each trace its own (a cfg may override a definition, not a declared constant,
-\* with a value that depends on the trace; traces/systems/workqueue.yaml, per_trace).
+\* The entries, consumers, permits and timeouts, as definitions of the constants: a trace spec
+\* checking several traces in one TLC run gives each trace its own (a cfg may override a
+\* definition, not a declared constant, with a value that depends on the trace;
+\* traces/systems/workqueue.yaml, per_trace). The other way, an INSTANCE of the trace spec per
+\* trace, costs about twice the search: every name inside is looked up through the instance.
 Entries == EntryIds
+Consumers == ConsumerIds
+Permits == PermitCount
+VT == VTTicks
+MaxProc == MaxProcTicks
 
 Statuses == {"unsent", "new", "pending", "gone"}
 Modes    == {"running", "paused", "closing", "crashed"}

@@ -22,10 +22,11 @@ from conformance.replay.map import Schedule, Step, UnreadableCounterexample
 GUARDS = ("RenewOwnerCheck", "RenewPastMaxProc", "InvocationScopedPermits", "AtomicRenew", "HeartbeatOn",
           "CleanupOnAckFailure", "ReclaimRetries", "CloseWaitsForHandlers", "PermitCheck", "ReclaimTurn",
           "PollFallback")
-_NUMBERS = ("VT", "MaxProc", "MaxDeliveries", "MaxFaults", "Permits")
-# The sets a schedule names, and the model constants that give them (WorkQueue declares
-# EntryIds and defines Entries as it).
-_SETS = {"Consumers": "Consumers", "Entries": "EntryIds"}
+# The numbers and sets a schedule names, and the model constants that give them (WorkQueue
+# declares VTTicks, EntryIds, ... and defines VT, Entries, ... as them).
+_NUMBERS = {"VT": "VTTicks", "MaxProc": "MaxProcTicks", "MaxDeliveries": "MaxDeliveries", "MaxFaults": "MaxFaults",
+            "Permits": "PermitCount"}
+_SETS = {"Consumers": "ConsumerIds", "Entries": "EntryIds"}
 
 
 def _set(v: Mapping[str, Any], name: str, c: str) -> set[str]:
@@ -127,7 +128,7 @@ def schedule_of(model: str, verdict: Mapping[str, Any], constants: Mapping[str, 
             step = Step(step.state, "UnpaidLag", step.node, step.wf, tick=tick)
         steps.append(step)
     gates = {k: v for k, v in constants.items() if isinstance(v, bool)}
-    numbers = {k: constants[k] for k in _NUMBERS if k in constants}
+    numbers = {k: constants[c] for k, c in _NUMBERS.items() if c in constants}
     numbers |= {k: sorted(constants[c]) for k, c in _SETS.items() if c in constants}
     loop_from = None
     if cx.get("back_to") is not None:

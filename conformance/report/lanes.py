@@ -19,8 +19,8 @@ log = logging.getLogger(__name__)
 
 
 # The names specs give the set of their actors, in the order they are looked for: the engine's
-# Nodes, the queue's Consumers, the command layer's WorkerIds, and the usual others.
-NODE_CONSTANTS = ("Nodes", "Consumers", "WorkerIds", "Workers", "Processes", "Procs", "Servers", "Clients", "Replicas")
+# Nodes, the queue's ConsumerIds, the command layer's WorkerIds, and the usual others.
+NODE_CONSTANTS = ("Nodes", "Consumers", "ConsumerIds", "WorkerIds", "Workers", "Processes", "Procs", "Servers", "Clients", "Replicas")
 
 
 def nodes_of(model: Model) -> tuple[str, ...]:

@@ -463,3 +463,29 @@ def test_the_longest_batch_starts_first() -> None:
     sizes = {"short": 2, "long": 30, "middle": 9, "also-short": 2}
     batches = [make_batch(counter, [make(name, [("n1", x) for x in range(1, k + 1)], limit=40)]) for name, k in sizes.items()]
     assert [b.traces[0].source for b in longest_first(batches)] == ["long", "middle", "short", "also-short"]
+
+
+def test_the_work_queues_settings_are_read_per_trace_in_one_batch_without_an_instance(tlc: Tlc) -> None:
+    # VT, Permits, MaxProc and Consumers are WorkQueue's definitions of its declared VTTicks,
+    # PermitCount, MaxProcTicks and ConsumerIds, given per trace (ClockSlack, Drained and
+    # HeartbeatMs are read as ClockSlack[t], ...): simulated and real-server runs share a TLC run
+    # with no instance per trace (about twice the search). Each must still be checked with its
+    # own: a VT 50 ms longer makes a reclaim early (line 38), one permit makes a second delivery
+    # too many (line 17); with one trace's settings for all, some verdict would differ.
+    from conformance.traces.batch import group, render_batch
+
+    root = Path(__file__).resolve().parents[2]
+    wq = load_systems(root)["workqueue"]
+    t = corpus_trace("workqueue", "sim-reclaims-ack-failure-rejection")
+    assert (t.header["settings"]["visibility_timeout_ms"], t.header["settings"]["concurrency"]) == (300, 2)
+    vt, permits = with_settings(t, "vt", visibility_timeout_ms=350), with_settings(t, "permits", concurrency=1)
+    batches = group([t, vt, permits], wq, batch_size=10)
+    assert len(batches) == 1 and batches[0].varying == ()
+    run = render_batch(batches[0])
+    assert "INSTANCE" not in run["TraceRun.tla"]
+    assert "lp_VT == lp_VT_each[t]" in run["TraceRun.tla"] and "VT <- lp_VT" in run["TraceRun.cfg"]
+    verdicts = {v.source: v for v in check_traces([t, vt, permits], load_systems(root), tlc)}
+    assert verdicts[t.source].kind is TraceKind.ACCEPTED, verdicts[t.source].describe()
+    for name, line in (("vt", 38), ("permits", 17)):
+        v = verdicts[name]
+        assert v.kind is TraceKind.REJECTED and v.line == line and v.op == "reclaim", v.describe()
