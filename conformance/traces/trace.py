@@ -17,6 +17,9 @@ class Trace:
     # The trace's TLA+ text, by the time fields it was made with (to_tla.literal_of): the checker
     # needs it when sorting traces out and again when writing a batch. Not copied by replace().
     literals: dict[tuple[str, ...], str] = field(default_factory=dict, init=False, compare=False, repr=False)
+    # Its constants, by system name, with the System they were read for (system.constants_for):
+    # sorting, grouping and writing a batch each need them. Not copied by replace() either.
+    constants: dict[str, tuple[Any, dict[str, Any]]] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def system(self) -> str:

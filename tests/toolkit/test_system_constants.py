@@ -38,3 +38,25 @@ def test_header_fixed_and_default_constants() -> None:
     assert constants_for(s, trace(1)) == {"VT": 30, "Slack": 0, "Max": 9}
     with pytest.raises(KeyError, match="the header has no settings.lease"):
         constants_for(system(Lease={"from": "settings.lease"}), trace(1))
+
+
+def test_constants_are_read_once_per_trace_and_system_object(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Sorting a trace out, grouping it and writing its batch each ask for its constants: read
+    # once, kept on the trace. A system file read again (another object, other constants) and a
+    # trace replaced with another header must not get the kept ones; nor may a caller's edit.
+    from dataclasses import replace
+
+    import conformance.traces.system as system_module
+
+    reads = []
+    real = system_module._constants_for
+    monkeypatch.setattr(system_module, "_constants_for", lambda s, t: reads.append(t.source) or real(s, t))
+    s = system(VT={"from": "settings.vt"}, Entries={"numbered": {"distinct": "entry"}, "at_least": 4})
+    t = trace(5)
+    first = constants_for(s, t)
+    first["VT"] = 0
+    assert constants_for(s, t) == {"VT": 30, "Entries": list(range(1, 9))} and reads == ["t"]
+    other = system(VT={"value": 7})
+    assert constants_for(other, t) == {"VT": 7} and reads == ["t", "t"]
+    slower = replace(t, header={**t.header, "settings": {"vt": 45}})
+    assert constants_for(s, slower)["VT"] == 45
