@@ -16,8 +16,8 @@ the two ways, or between two batched runs.
 
 `--before DIR` also checks the same traces, batched, with another checkout's code (say, a
 `git worktree` of an earlier commit) and with this one's, each as its own `traces check` per
-system (its process start included, the same for both), and prints the wall seconds side by
-side; their verdicts must agree too.
+system (its process start included, the same for both), then all together in one, and prints
+the wall seconds side by side; their verdicts must agree too.
 """
 
 from __future__ import annotations
@@ -165,6 +165,11 @@ def before_after(before: Path, traces: list[Trace]) -> int:
     n = max(1, len(traces))
     print(f"{'all':<10} {len(traces):>6} {totals[0]:>9.1f} {1000 * totals[0] / n:>8.0f} {totals[1]:>8.1f} {1000 * totals[1] / n:>8.0f}"
           f" {totals[0] / totals[1]:>5.1f}x")
+    # And the whole set in one `traces check`, its systems' runs side by side (as a user runs it).
+    b, vb = cli_check(before, before, traces)
+    a, va = cli_check(here, here, traces)
+    differ += sum(vb.get(k) != v for k, v in va.items())
+    print(f"{'together':<10} {len(traces):>6} {b:>9.1f} {1000 * b / n:>8.0f} {a:>8.1f} {1000 * a / n:>8.0f} {b / a:>5.1f}x")
     if differ:
         print(f"VERDICTS DIFFER between before and after for {differ} traces")
         return 1
