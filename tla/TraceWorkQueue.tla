@@ -405,6 +405,10 @@ TraceInit ==
     /\ t \in 1..Len(Traces) /\ l = 0 /\ clock = 0 /\ ids = <<>>
     /\ spent = [k \in DOMAIN Budget |-> 0]
     /\ lastAt = [c \in Consumers |-> 0]
+    \* A node the header names as NoOne (the owner of an entry nobody holds) would pass for
+    \* nobody: its trace is rejected at its first line. (WorkQueue's ASSUME says so of the
+    \* models' ConsumerIds; each trace's Consumers is given per trace.)
+    /\ Match(t, 1, [node_named_as_no_one |-> <<{}, Consumers \cap {NoOne}>>])
     /\ Init
 
 \* A logged receive_new or reclaim is the store's step of some poll: the poll's turn is hidden

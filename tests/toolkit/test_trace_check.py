@@ -489,3 +489,20 @@ def test_the_work_queues_settings_are_read_per_trace_in_one_batch_without_an_ins
     for name, line in (("vt", 38), ("permits", 17)):
         v = verdicts[name]
         assert v.kind is TraceKind.REJECTED and v.line == line and v.op == "reclaim", v.describe()
+
+
+def test_a_queue_node_named_as_no_one_is_rejected_at_the_first_line_saying_so(tlc: Tlc) -> None:
+    # WorkQueue's ASSUME keeps NoOne (the owner of an entry nobody holds) out of the models'
+    # ConsumerIds; a trace's Consumers are its header's nodes, untrusted, given per trace, so
+    # TraceWorkQueue checks each trace's: a node named "(no one)" would pass for nobody.
+    t = corpus_trace("workqueue", "sim-reclaims-ack-failure-rejection")
+
+    def renamed(x: Any) -> Any:
+        return json.loads(json.dumps(x).replace('"n1"', '"(no one)"'))
+
+    bad = Trace("no-one", renamed(t.header), tuple(renamed(e) for e in t.events))
+    root = Path(__file__).resolve().parents[2]
+    good, v = check_traces([t, bad], load_systems(root), tlc)
+    assert good.kind is TraceKind.ACCEPTED, good.describe()
+    assert v.kind is TraceKind.REJECTED and v.line == 1, v.describe()
+    assert [(d.field, d.logged) for d in v.diffs] == [("node_named_as_no_one", '{"(no one)"}')], v.describe()
