@@ -22,6 +22,7 @@ from conformance.models.render import Rendered, render_model
 from conformance.output.messages import parse_messages
 from conformance.output.verdict import Kind, PropertyKind, Verdict, verdict_from_output
 from conformance.tlc.command import TlcInvocation, tlc_command
+from conformance.tlc.launcher import launcher
 from conformance.tlc.locate import find_jar, find_java
 from conformance.tlc.process import RawRun, run_tlc
 
@@ -63,12 +64,13 @@ def invocation(model: Model, rendered: Rendered, tlc: Tlc, workers: int, run_dir
     subfolders on TLC's library path, so that EXTENDS finds their modules, and the folders of
     Java override classes on its classpath)."""
     base = run_dir if run_dir is not None else Path(".")
+    launch = launcher(tlc.java, tlc.jar)
     return TlcInvocation(
         java=tlc.java, jar=tlc.jar, module_file=f"{rendered.main}.tla", cfg_file=rendered.cfg_name,
         workers=workers, metadir="states", check_deadlock=model.check_deadlock,
         tmpdir=str(run_dir / "tmp") if run_dir is not None else None,
         library=tuple(str(base / d) for d in model.library_dirs),
-        classpath=tuple(str(base / d) for d in model.class_dirs),
+        classpath=(*(str(base / d) for d in model.class_dirs), *launch.classpath), main_class=launch.main,
     )
 
 

@@ -26,6 +26,7 @@ class TlcInvocation:
     tmpdir: str | None = None
     library: tuple[str, ...] = ()  # folders where SANY also looks for modules (TLA-Library)
     classpath: tuple[str, ...] = ()  # folders of Java override classes, after the jar
+    main_class: str = "tlc2.TLC"  # or leaseproof's LocalTLC (conformance.tlc.launcher)
 
 
 def tlc_command(inv: TlcInvocation) -> list[str]:
@@ -39,7 +40,7 @@ def tlc_command(inv: TlcInvocation) -> list[str]:
     tmp = [f"-Djava.io.tmpdir={inv.tmpdir}"] if inv.tmpdir else []
     lib = [f"-DTLA-Library={os.pathsep.join(inv.library)}"] if inv.library else []
     cp = os.pathsep.join([str(inv.jar), *inv.classpath])
-    cmd = [str(inv.java), *inv.java_options, *tmp, *lib, "-cp", cp, "tlc2.TLC", "-tool",
+    cmd = [str(inv.java), *inv.java_options, *tmp, *lib, "-cp", cp, inv.main_class, "-tool",
            "-workers", str(inv.workers), "-metadir", inv.metadir, "-config", inv.cfg_file]
     if not inv.check_deadlock:
         cmd.append("-deadlock")

@@ -32,6 +32,7 @@ from conformance.output.messages import parse_messages, walk
 from conformance.output.values import format_value, parse_value
 from conformance.output.verdict import Kind, Verdict, verdict_from_output
 from conformance.tlc.command import TlcInvocation, tlc_command
+from conformance.tlc.launcher import launcher
 from conformance.tlc.process import run_tlc
 from conformance.models.declared import declared_constants
 from conformance.traces.reader import MODULE as READER_MODULE, VALUES_FILE, reader_for
@@ -358,6 +359,7 @@ def run_batch(batch: Batch, tlc: Tlc, workers: int, keep_dir: Path | None = None
     """Run TLC on one batch; its verdict (ok when it ran to the end) and raw output. The traces
     go through the TraceValues reader where it can be compiled, else as TLA+ text (`reader_for`)."""
     classes = reader_for(tlc.java, tlc.jar)
+    launch = launcher(tlc.java, tlc.jar)
     files = render_batch(batch, values_file=classes is not None)
     with tempfile.TemporaryDirectory(prefix=f"leaseproof-traces-{batch.system.name}-") as tmp:
         run_dir = Path(tmp)
@@ -377,7 +379,8 @@ def run_batch(batch: Batch, tlc: Tlc, workers: int, keep_dir: Path | None = None
         cmd = tlc_command(TlcInvocation(java=tlc.java, jar=tlc.jar, module_file="TraceRun.tla", cfg_file="TraceRun.cfg",
                                         workers=workers, metadir="states", check_deadlock=False, tmpdir=str(run_dir / "tmp"),
                                         java_options=("-XX:+UseParallelGC", f"-Xmx{heap_mb}m", TRACE_STACK, TRACE_JIT),
-                                        classpath=(str(classes),) if classes is not None else ()))
+                                        classpath=(*((str(classes),) if classes is not None else ()), *launch.classpath),
+                                        main_class=launch.main))
         raw = run_tlc(cmd, run_dir, batch.system.timeout)
     verdict = verdict_from_output(parse_messages(raw.output), exit_code=raw.exit_code, seconds=raw.seconds, timed_out=raw.timed_out)
     return verdict, raw.output

@@ -151,7 +151,14 @@ def test_no_models_directory(tmp_path: Path) -> None:
 def test_dry_run_prints_the_tlc_command() -> None:
     proc = leaseproof("check", "--root", str(PROJECT), "--dry-run", "deadlock")
     assert proc.returncode == 0, proc.stderr
-    assert "tlc2.TLC -tool -workers" in proc.stdout and "-config deadlock.cfg" in proc.stdout and "Stuck.tla" in proc.stdout
+    from conformance.check.runner import Tlc
+    from conformance.tlc.launcher import launcher
+
+    tlc = Tlc.locate()
+    main = launcher(tlc.java, tlc.jar).main  # LocalTLC, or TLC's own where javac is missing
+    assert f"{main} -tool -workers" in proc.stdout and "-config deadlock.cfg" in proc.stdout and "Stuck.tla" in proc.stdout
+    stock = leaseproof("check", "--root", str(PROJECT), "--dry-run", "deadlock", env={"LEASEPROOF_TLC_MAIN": "stock"})
+    assert "tlc2.TLC -tool -workers" in stock.stdout and "LocalTLC" not in stock.stdout, stock.stdout
     temporal = leaseproof("check", "--root", str(PROJECT), "--dry-run", "--workers", "2", "temporal")
     assert "-workers 1 " in temporal.stdout, temporal.stdout  # a temporal property: one worker, whatever -w says
 

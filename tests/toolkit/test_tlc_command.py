@@ -77,3 +77,10 @@ def test_each_run_has_its_own_java_tmpdir() -> None:
     inv = TlcInvocation(java=Path("java"), jar=Path("t.jar"), module_file="M.tla", cfg_file="M.cfg", workers=1,
                         metadir="states", tmpdir="/run/7/tmp")
     assert "-Djava.io.tmpdir=/run/7/tmp" in tlc_command(inv)
+
+
+def test_the_main_class_is_the_invocations() -> None:
+    inv = TlcInvocation(java=Path("java"), jar=Path("t.jar"), module_file="M.tla", cfg_file="M.cfg", workers=1,
+                        metadir="states", classpath=("/cache/local-tlc-1",), main_class="LocalTLC")
+    cmd = tlc_command(inv)
+    assert cmd[cmd.index("-cp") + 1:cmd.index("-cp") + 3] == ["t.jar:/cache/local-tlc-1", "LocalTLC"]

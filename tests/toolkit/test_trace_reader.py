@@ -13,7 +13,8 @@ import pytest
 from conformance.check.runner import Tlc
 from conformance.traces.check import check_traces
 from conformance.traces.mutate import mutants
-from conformance.traces.reader import MODULE, _reader_classes, reader_classes, reader_for
+from conformance.tlc.classes import clear_cache
+from conformance.traces.reader import MODULE, reader_classes, reader_for
 from conformance.traces.system import load_systems
 from conformance.traces.to_tla import tla_value
 from conformance.traces.trace import TraceKind
@@ -118,7 +119,7 @@ def test_compiled_once_into_the_cache(tlc: Tlc, classes: Path, tmp_path: Path) -
     first = reader_classes(tlc.java, tlc.jar, tmp_path)
     assert first is not None and (first / "TraceValues.class").is_file() and first.parent == tmp_path
     stamp = (first / "TraceValues.class").stat().st_mtime_ns
-    _reader_classes.cache_clear()
+    clear_cache()
     again = reader_classes(tlc.java, tlc.jar, tmp_path)
     assert again == first and (again / "TraceValues.class").stat().st_mtime_ns == stamp
     assert [p.name for p in tmp_path.iterdir()] == [first.name]  # no scratch folder left
@@ -145,7 +146,7 @@ def test_a_batch_renders_its_traces_once_either_way() -> None:
 def test_an_unwritable_cache_means_text(tlc: Tlc, tmp_path: Path) -> None:
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")
-    _reader_classes.cache_clear()
+    clear_cache()
     assert reader_classes(tlc.java, tlc.jar, blocked / "cache") is None
 
 
