@@ -34,11 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from conformance.check.runner import Tlc
+from conformance.check.runner import Tlc, default_workers
 from conformance.output.values import parse_value, to_json
 from conformance.output.verdict import Verdict
 from conformance.traces.batch import Batch
-from conformance.traces.check import check_traces
+from conformance.traces.check import check_traces, default_jobs
 from conformance.traces.read import parse_trace, read_trace_file, trace_files
 from conformance.traces.system import System, load_systems
 from conformance.traces.trace import Trace, TraceKind, TraceVerdict
@@ -129,8 +129,8 @@ def canonical(v: TraceVerdict) -> tuple[Any, ...]:
 
 
 def cli_check(code: Path, root: Path, traces: list[Trace]) -> tuple[float, dict[str, str]]:
-    """`traces check --json` of the checkout at `code` on `traces` (batched, its TLC runs side by
-    side, one per core): wall seconds, and each trace's verdict kind."""
+    """`traces check --json` of the checkout at `code` on `traces` (batched, as many TLC runs at
+    once as that checkout's default): wall seconds, and each trace's verdict kind."""
     env = {**os.environ, "PYTHONPATH": str(code)}
     cmd = [sys.executable, "-m", "conformance.cli", "traces", "check", "--root", str(root), "--json", "--no-coverage",
            *(t.source for t in traces)]
@@ -184,7 +184,8 @@ def main() -> int:
     p.add_argument("--count", type=int, default=300, help="synthetic traces (without paths)")
     p.add_argument("--length", type=int, default=20, help="steps per synthetic trace")
     p.add_argument("--sample", type=int, default=0, help="check this many of the traces found (0: all)")
-    p.add_argument("--jobs", type=int, default=2, help="TLC runs side by side, both ways (default 2)")
+    p.add_argument("--jobs", type=int, default=None, help="TLC runs at once, both ways (default: traces check's, "
+                   "one more than the cores)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--batched-only", action="store_true", help="skip the one-trace-per-run side (no speedup)")
     p.add_argument("--repeat", type=int, default=5, help="batched runs; the one of median wall time is reported (default 5)")
@@ -205,6 +206,7 @@ def main() -> int:
     else:
         traces = synthetic(args.count, args.length, args.seed)
     tlc = Tlc.locate()
+    args.jobs = args.jobs or default_jobs(default_workers())
     # The batched side is a few seconds on a shared machine, where a neighbour's burst moves one
     # run by a quarter: it runs `--repeat` times and the run of median wall time stands for it
     # (the fastest and slowest are printed too). The alone side, minutes of runs, averages itself.
@@ -219,7 +221,7 @@ def main() -> int:
 
     # Per system: the TLC runs' own seconds (runs overlap, so these add up to more than the wall
     # time when jobs > 1); the last line is the wall time of each way in all.
-    print(f"{args.jobs} TLC runs side by side; per system, seconds are the sum of its TLC runs' own")
+    print(f"up to {args.jobs} TLC runs at once; per system, seconds are the sum of its TLC runs' own")
     cols = f"{'system':<10} {'traces':>6} {'events':>7} {'runs':>5} {'batched s':>9} {'ms/trace':>8} {'states/trace':>12}"
     print(cols + ("" if alone is None else f" {'runs':>5} {'alone s':>8} {'ms/trace':>8} {'speedup':>7}"))
     by_system: dict[str, list[Trace]] = defaultdict(list)

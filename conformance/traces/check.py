@@ -87,7 +87,7 @@ def check_traces(
 ) -> list[TraceVerdict]:
     """A verdict for every item (a read trace, or the verdict its reading already gave).
 
-    Up to `jobs` TLC runs at once (default: one per core), each with `workers` TLC workers
+    Up to `jobs` TLC runs at once (default: `default_jobs`), each with `workers` TLC workers
     (default: the cores left to it). For progress, `on_plan` hears how many batches there are
     and `on_batch` each batch whose verdicts are in, as it ends.
     """
@@ -98,7 +98,7 @@ def check_traces(
     # last, one core idles while it runs alone (longest_first).
     batches = longest_first(batches)
     # Batches are independent TLC runs: run them side by side, one TLC worker per core each.
-    jobs = max(1, min(jobs or default_workers(), len(batches)))
+    jobs = max(1, min(jobs or default_jobs(default_workers()), len(batches)))
     per_run = workers or max(1, default_workers() // jobs)
     if on_plan is not None:
         on_plan(len(batches))
@@ -115,6 +115,15 @@ def check_traces(
                 verdicts[v.source] = v
     order = [i.source for i in items]
     return [verdicts[src] for src in order]
+
+
+def default_jobs(cores: int) -> int:
+    """TLC runs at once by default: one more than the cores. A few runs of unequal length leave a
+    core idle while the last one ends alone (three batches on two cores: the work queue's, then
+    the engine's beside the command layer's); one more at once shares both cores to the end. On
+    360 recorded traces in three batches, on two cores: 3.1 to 3.3 s of wall time with two at
+    once, 3.0 s with three; one trace per run took the same either way (the cores are busy)."""
+    return cores + 1
 
 
 def longest_first(batches: list[Batch]) -> list[Batch]:

@@ -18,7 +18,7 @@ from conformance.traces.check import check_traces
 from conformance.traces.mutate import mutants
 from conformance.traces.read import parse_trace, read_trace_file
 from conformance.traces.system import load_systems
-from conformance.traces.trace import Trace, TraceKind
+from conformance.traces.trace import Trace, TraceKind, TraceVerdict
 
 pytestmark = pytest.mark.tlc
 
@@ -463,6 +463,27 @@ def test_the_longest_batch_starts_first() -> None:
     sizes = {"short": 2, "long": 30, "middle": 9, "also-short": 2}
     batches = [make_batch(counter, [make(name, [("n1", x) for x in range(1, k + 1)], limit=40)]) for name, k in sizes.items()]
     assert [b.traces[0].source for b in longest_first(batches)] == ["long", "middle", "short", "also-short"]
+
+
+def test_three_batches_on_two_cores_run_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two at a time, the third ran alone at the end while a core idled (3.1 to 3.3 s on 360
+    # recorded traces, against 3.0 s with the three at once). Each stand-in run waits for the
+    # other two: two at a time, the barrier breaks (only that failure waits, for its timeout).
+    import threading
+
+    import conformance.traces.check as check
+
+    monkeypatch.setattr(check, "default_workers", lambda: 2)
+    barrier = threading.Barrier(3, timeout=30)
+
+    def run(batch: Any, *_: Any) -> list[TraceVerdict]:
+        barrier.wait()
+        return [TraceVerdict(t.source, TraceKind.ACCEPTED, explained=len(t.events)) for t in batch.traces]
+
+    monkeypatch.setattr(check, "_isolated", run)
+    traces = [make(name, [("n1", 1)]) for name in ("a", "b", "c")]
+    verdicts = check.check_traces(list(traces), load_systems(PROJECT), tlc=None, batch_size=1)  # type: ignore[arg-type]
+    assert [v.kind for v in verdicts] == [TraceKind.ACCEPTED] * 3
 
 
 def test_the_work_queues_settings_are_read_per_trace_in_one_batch_without_an_instance(tlc: Tlc) -> None:
