@@ -17,6 +17,7 @@ from conformance.tlc.command import TlcInvocation, tlc_command
 from conformance.tlc.launcher import LOCAL, STOCK, Launcher, launcher
 
 from tests.toolkit.test_cli_check import PROJECT
+from tests.toolkit.test_trace_reader import jre_only
 
 pytestmark = pytest.mark.tlc
 
@@ -44,11 +45,7 @@ def test_the_main_is_chosen_by_the_environment(tlc: Tlc, local: Launcher) -> Non
 
 
 def test_no_javac_means_the_stock_main(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tlc: Tlc) -> None:
-    java = tmp_path / "jre" / "bin" / "java"
-    java.parent.mkdir(parents=True)
-    java.write_text("#!/bin/sh\n")
-    java.chmod(0o755)
-    monkeypatch.setenv("PATH", str(java.parent))
+    java = jre_only(tmp_path, monkeypatch)
     monkeypatch.setenv("LEASEPROOF_CACHE", str(tmp_path / "cache"))
     clear_cache()
     try:

@@ -105,12 +105,18 @@ def test_verdicts_through_the_reader_equal_those_through_the_text(tlc: Tlc, clas
     assert all(v.kind is TraceKind.REJECTED for v in read[3:]) and len(read) > 4
 
 
-def test_no_javac_means_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tlc: Tlc) -> None:
+def jre_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `java` with no `javac` beside it or on PATH (a JRE only)."""
     java = tmp_path / "jre" / "bin" / "java"
     java.parent.mkdir(parents=True)
     java.write_text("#!/bin/sh\n")
     java.chmod(0o755)
     monkeypatch.setenv("PATH", str(java.parent))
+    return java
+
+
+def test_no_javac_means_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tlc: Tlc) -> None:
+    java = jre_only(tmp_path, monkeypatch)
     assert reader_classes(java, tlc.jar, tmp_path / "cache") is None
     assert not (tmp_path / "cache").exists()
 
