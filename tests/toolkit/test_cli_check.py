@@ -178,3 +178,13 @@ def test_itf_writes_each_counterexample_as_other_tools_read_it(run: Any) -> None
     assert from_itf(inv["states"][3]["x"]) == 3
     lasso = json.loads((tmp / "cx.lasso.itf.json").read_text())
     assert 0 <= lasso["loop"] < len(lasso["states"])  # where the lasso goes back to
+
+
+def test_the_command_line_starts_without_the_redis_client() -> None:
+    # impl.workqueue imported its stores (and redis) at once: a fifth of a second at the start of
+    # every command, `traces check` included. They load on first use.
+    probe = "import sys; from conformance.cli import build_parser; build_parser(); print('redis' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "False", done.stdout + done.stderr
+    used = "import sys; from impl.workqueue import QueueStore; print('redis' in sys.modules, QueueStore.__name__)"
+    assert subprocess.run([sys.executable, "-c", used], capture_output=True, text=True, timeout=120).stdout.split() == ["True", "QueueStore"]
