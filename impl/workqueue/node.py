@@ -73,12 +73,16 @@ class QueueNode:
         if delivery is None:
             self.permits.release()
             return None
-        if self.gates.local_dedup and self.active.running(delivery.entry):
-            # A self-reclaim after heartbeat lag: running it again would overlap our own call.
-            self.store.invoke_start(self.name, self.now(), delivery.entry, "duplicate_dropped")
-            self.stats["dropped"] += 1
-            self.permits.release()
-            return None
+        if self.gates.local_dedup:
+            # Under the lock that `finish` holds from leaving the active table to its invoke_end:
+            # an entry seen not running has its earlier invocation's end in the trace already.
+            with self._hb_lock:
+                if self.active.running(delivery.entry):
+                    # A self-reclaim after heartbeat lag: running it again would overlap our own call.
+                    self.store.invoke_start(self.name, self.now(), delivery.entry, "duplicate_dropped")
+                    self.stats["dropped"] += 1
+                    self.permits.release()
+                    return None
         if not self.gates.invocation_scoped_permits and delivery.entry in self.live:
             self.permits.release()  # the live message already holds one for its whole life
         return Invocation(delivery.entry, delivery.payload, delivery.deliveries, delivery.source, delivery.cmd)
@@ -127,16 +131,31 @@ class QueueNode:
             self.active.remove(inv)
             self._release_permit(inv, result)
             return
-        with self._hb_lock:
-            self.active.remove(inv)  # leaves the heartbeat first: no renewal after invoke_end
         try:
-            self._complete(inv, result)
+            # Leaving the active table and logging the end are one step for the heartbeat (no
+            # renewal after invoke_end) and for the poller (a self-reclaim meanwhile would
+            # otherwise start a second invocation before this one's end: WorkQueue.tla drops
+            # it as a duplicate, and a trace of it is rejected; seen once under load).
+            with self._hb_lock:
+                self.active.remove(inv)
+                self._end(inv, result)
+            self._settle(inv, result)
         finally:
             self._release_permit(inv, result)
 
     def _complete(self, inv: Invocation, result: str) -> None:
-        now = self.now()
-        self.store.invoke_end(self.name, now, inv.entry, result)
+        self._end(inv, result)
+        self._settle(inv, result)
+
+    def _end(self, inv: Invocation, result: str) -> None:
+        try:
+            self.store.invoke_end(self.name, self.now(), inv.entry, result)
+        except Exception:
+            self.stats["ack_failed"] += 1  # counted as before: a failed finishing step
+            raise
+
+    def _settle(self, inv: Invocation, result: str) -> None:
+        """Ack a done entry, or touch a not-done one once (owner-checked)."""
         try:
             if result == "done":
                 if self.store.ack(self.name, self.now(), inv.entry, inv.cmd):
