@@ -34,3 +34,8 @@ class TlcOutputError(LeaseproofError):
 
 class ValueSyntaxError(LeaseproofError):
     """A TLA+ value printed by TLC could not be parsed."""
+
+
+class BadEnvironment(LeaseproofError, ValueError):
+    """An environment variable that leaseproof reads (LEASEPROOF_TLC_MAIN, ...) has a value it
+    does not know; the message names the variable and the values it takes."""

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from conformance.errors import BadEnvironment
 from conformance.tlc.classes import compiled
 
 SOURCE = Path(__file__).parent / "java" / "LocalTLC.java"
@@ -35,7 +36,7 @@ def launcher(java: Path, jar: Path, env: dict[str, str] | None = None) -> Launch
     env = dict(os.environ) if env is None else env
     mode = env.get("LEASEPROOF_TLC_MAIN", "local")
     if mode not in ("local", "stock"):
-        raise ValueError(f"LEASEPROOF_TLC_MAIN is {mode!r}: use local (the default) or stock")
+        raise BadEnvironment(f"LEASEPROOF_TLC_MAIN is {mode!r}: use local (the default) or stock")
     if mode == "stock":
         return Launcher(STOCK)
     folder = compiled(java, jar, SOURCE, "local-tlc")

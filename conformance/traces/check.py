@@ -97,7 +97,8 @@ def check_traces(
     # Longest first (by events), so that the last run to start is a short one: with the longest
     # last, one core idles while it runs alone (longest_first).
     batches = longest_first(batches)
-    # Batches are independent TLC runs: run them side by side, one TLC worker per core each.
+    # Batches are independent TLC runs: run them side by side, each with the cores left to it (one
+    # TLC worker when the runs outnumber the cores).
     jobs = max(1, min(jobs or default_jobs(default_workers()), len(batches)))
     per_run = workers or max(1, default_workers() // jobs)
     if on_plan is not None:

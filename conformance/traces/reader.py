@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from conformance.errors import BadEnvironment
 from conformance.tlc.classes import compiled
 
 HERE = Path(__file__).parent
@@ -37,5 +38,5 @@ def reader_for(java: Path, jar: Path, env: dict[str, str] | None = None) -> Path
     if mode == "text":
         return None
     if mode != "java":
-        raise ValueError(f"LEASEPROOF_TRACE_READER is {mode!r}: use java (the default) or text")
+        raise BadEnvironment(f"LEASEPROOF_TRACE_READER is {mode!r}: use java (the default) or text")
     return reader_classes(java, jar)

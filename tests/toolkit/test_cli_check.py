@@ -188,3 +188,9 @@ def test_the_command_line_starts_without_the_redis_client() -> None:
     assert done.returncode == 0 and done.stdout.strip() == "False", done.stdout + done.stderr
     used = "import sys; from impl.workqueue import QueueStore; print('redis' in sys.modules, QueueStore.__name__)"
     assert subprocess.run([sys.executable, "-c", used], capture_output=True, text=True, timeout=120).stdout.split() == ["True", "QueueStore"]
+
+
+def test_an_unknown_tlc_main_is_a_one_line_error() -> None:
+    proc = leaseproof("check", "--root", str(PROJECT), "--dry-run", "passing", env={"LEASEPROOF_TLC_MAIN": "fast"})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "LEASEPROOF_TLC_MAIN is 'fast': use local (the default) or stock" in proc.stderr
