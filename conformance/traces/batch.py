@@ -35,6 +35,7 @@ from conformance.tlc.command import TlcInvocation, tlc_command
 from conformance.tlc.launcher import launcher
 from conformance.tlc.process import run_tlc
 from conformance.models.declared import declared_constants
+from conformance.traces.printer import printer_classes
 from conformance.traces.reader import MODULE as READER_MODULE, VALUES_FILE, reader_for
 from conformance.traces.system import System, constants_for, per_trace
 from conformance.traces.to_tla import literal_of, tla_value
@@ -357,8 +358,10 @@ def batch_id(batch: Batch) -> str:
 def run_batch(batch: Batch, tlc: Tlc, workers: int, keep_dir: Path | None = None,
               heap_mb: int = TRACE_HEAP_MB) -> tuple[Verdict, str]:
     """Run TLC on one batch; its verdict (ok when it ran to the end) and raw output. The traces
-    go through the TraceValues reader where it can be compiled, else as TLA+ text (`reader_for`)."""
+    go through the TraceValues reader where it can be compiled, else as TLA+ text (`reader_for`);
+    with the reader, TraceCheck's lines are printed by its Java override (`printer`)."""
     classes = reader_for(tlc.java, tlc.jar)
+    printer = printer_classes(tlc.java, tlc.jar) if classes is not None else None
     launch = launcher(tlc.java, tlc.jar)
     files = render_batch(batch, values_file=classes is not None)
     with tempfile.TemporaryDirectory(prefix=f"leaseproof-traces-{batch.system.name}-") as tmp:
@@ -379,7 +382,7 @@ def run_batch(batch: Batch, tlc: Tlc, workers: int, keep_dir: Path | None = None
         cmd = tlc_command(TlcInvocation(java=tlc.java, jar=tlc.jar, module_file="TraceRun.tla", cfg_file="TraceRun.cfg",
                                         workers=workers, metadir="states", check_deadlock=False, tmpdir=str(run_dir / "tmp"),
                                         java_options=("-XX:+UseParallelGC", f"-Xmx{heap_mb}m", TRACE_STACK, TRACE_JIT),
-                                        classpath=(*((str(classes),) if classes is not None else ()), *launch.classpath),
+                                        classpath=(*(str(c) for c in (classes, printer) if c is not None), *launch.classpath),
                                         main_class=launch.main))
         raw = run_tlc(cmd, run_dir, batch.system.timeout)
     verdict = verdict_from_output(parse_messages(raw.output), exit_code=raw.exit_code, seconds=raw.seconds, timed_out=raw.timed_out)
