@@ -99,7 +99,11 @@ class Way:
 
 
 def check(traces: list[Trace], systems: dict[str, System], tlc: Tlc, jobs: int, batch_size: int | None) -> Way:
-    """Check `traces` (batched, or one per run with `batch_size=1`) in one call and time it."""
+    """Check `traces` (batched, or one per run with `batch_size=1`) in one call and time it,
+    rendering them as TLA+ text as a user's `traces check` does (each trace keeps its text once
+    made: without forgetting it, every batched run but the first skipped that work)."""
+    for t in traces:
+        t.literals.clear()
     way = Way()
 
     def on_run(batch: Batch, verdict: Verdict) -> None:

@@ -142,6 +142,22 @@ def test_a_setting_with_no_tla_form_makes_only_its_trace_malformed(tlc: Tlc, sys
     assert "constant Limit" in (verdicts[1].reason or "")
 
 
+def test_a_line_with_no_tla_form_makes_only_its_trace_malformed(tlc: Tlc, systems: dict[str, Any]) -> None:
+    # A trace whose lines have no TLA+ form leaves its batch before TLC starts, saying where;
+    # alone, it starts no TLC run.
+    good = make("good", [("n1", 1), ("n2", 2)])
+    odd = make("odd", [("n1", 1)])
+    odd = Trace("odd", odd.header, ({**odd.events[0], "state": {**odd.events[0]["state"], "x": 1.5}},))
+    runs: list[int] = []
+    verdicts = check_traces([good, odd, make("bad", [("n1", 2)])], systems, tlc, on_run=lambda b, v: runs.append(len(b.traces)))
+    assert [v.kind for v in verdicts] == [TraceKind.ACCEPTED, TraceKind.MALFORMED, TraceKind.REJECTED]
+    assert "1.5 is not an integer" in (verdicts[1].reason or "") and "odd event 1" in (verdicts[1].reason or "")
+    assert runs == [2]
+    alone: list[int] = []
+    assert [v.kind for v in check_traces([odd], systems, tlc, batch_size=1, on_run=lambda b, v: alone.append(1))] == [TraceKind.MALFORMED]
+    assert alone == []
+
+
 def test_a_header_past_a_bound_is_malformed(systems: dict[str, Any]) -> None:
     from conformance.traces.check import triage
 
