@@ -65,3 +65,54 @@ def declared_constants(module_path: Path, _seen: set[Path] | None = None) -> set
     for module in _extended(text):
         names |= declared_constants(module_path.parent / f"{module}.tla", seen)
     return names
+
+
+# Comments and strings blanked with spaces of the same length (newlines kept), so that offsets
+# in the blanked text are offsets in the module's own.
+def _blank(text: str) -> str:
+    def spaces(m: re.Match[str]) -> str:
+        return re.sub(r"[^\n]", " ", m.group(0))
+
+    return _LINE_COMMENT.sub(spaces, _BLOCK_COMMENT.sub(spaces, _STRING.sub(lambda m: '"' + " " * (len(m.group(0)) - 2) + '"', text)))
+
+
+_ASSUMPTION = re.compile(r"\b(ASSUME|ASSUMPTION|AXIOM)\b")
+# What may begin the unit after an assumption, at the start of a line: another unit's keyword, a
+# definition (a name, its parameters, then ==), or a module's separator line.
+_UNIT_START = re.compile(r"(?:ASSUME|ASSUMPTION|AXIOM|THEOREM|LEMMA|VARIABLES?|CONSTANTS?|LOCAL|INSTANCE|RECURSIVE|USE|----|====)\b|"
+                         r"[A-Za-z0-9_]+[ \t]*(?:\([^)\n]*\)|\[[^\]\n]*\])?[ \t]*==|-{4,}|={4,}")
+
+
+def assumptions(module_path: Path, _seen: set[Path] | None = None) -> list[str] | None:
+    """The text of each ASSUME of the module at `module_path` and of the modules it EXTENDS beside
+    it, each as written (from its keyword to the next unit), or None where one cannot be read so
+    surely: an assumption not at the start of a line, a named one, or one followed by a line
+    that starts no unit at column 0 (which might continue it). Callers that need them all take
+    None as "unknown"."""
+    seen = set() if _seen is None else _seen
+    if module_path in seen or not module_path.is_file():
+        return []
+    seen.add(module_path)
+    text = module_path.read_text(encoding="utf-8", errors="replace")
+    blank = _blank(text)
+    found: list[str] = []
+    for module in _extended(_clean(text)):
+        more = assumptions(module_path.parent / f"{module}.tla", seen)
+        if more is None:
+            return None
+        found += more
+    for m in _ASSUMPTION.finditer(blank):
+        line_start = blank.rfind("\n", 0, m.start()) + 1
+        if m.start() != line_start or re.match(r"\s*[A-Za-z0-9_]+\s*==", blank[m.end():]):
+            return None  # not at column 0 (a proof's ASSUME ... PROVE?), or named
+        end = len(blank)
+        for line in re.finditer(r"^\S.*$", blank[m.end():], re.M):
+            start = m.end() + line.start()
+            if start == line_start:
+                continue
+            if not _UNIT_START.match(blank, start):
+                return None
+            end = start
+            break
+        found.append(text[m.start():end].rstrip())
+    return found

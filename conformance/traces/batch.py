@@ -34,7 +34,7 @@ from conformance.output.verdict import Kind, Verdict, verdict_from_output
 from conformance.tlc.command import TlcInvocation, tlc_command
 from conformance.tlc.launcher import launcher
 from conformance.tlc.process import run_tlc
-from conformance.models.declared import declared_constants
+from conformance.models.declared import assumptions, declared_constants
 from conformance.traces.printer import printer_classes
 from conformance.traces.reader import MODULE as READER_MODULE, VALUES_FILE, reader_for
 from conformance.traces.system import System, constants_for, per_trace
@@ -67,6 +67,20 @@ def _declared(spec_path: Path) -> frozenset[str]:
     return frozenset(declared_constants(spec_path))
 
 
+def assumed(system: System) -> tuple[str, ...] | None:
+    """The ASSUMEs of the system's trace spec (its EXTENDS included), or None where they cannot
+    be read surely (`declared.assumptions`). A constant bound per trace by an INSTANCE escapes
+    them (TLC 2.15 checks no ASSUME of an instance), so `render_batch` checks them per trace;
+    where they are unknown, no declared constant varies within a batch (`group` splits)."""
+    return _assumed(system.spec_path)
+
+
+@cache
+def _assumed(spec_path: Path) -> tuple[str, ...] | None:
+    found = assumptions(spec_path)
+    return None if found is None else tuple(found)
+
+
 def make_batch(system: System, traces: list[Trace] | tuple[Trace, ...]) -> Batch:
     """A batch of `traces`: each constant the traces' headers (or sizes) give alike is shared,
     a `numbered` one at its largest, the others vary per trace (declared constants only: `group`
@@ -86,7 +100,7 @@ def make_batch(system: System, traces: list[Trace] | tuple[Trace, ...]) -> Batch
             # Room for every trace's entities is room for each: the largest, shared (`group`
             # keeps a batch's sizes within ROOM_SPREAD). Cheaper than an instance per trace.
             shared.append((n, max(column, key=len)))
-        elif n in declared(system):
+        elif n in declared(system) and assumed(system) is not None:
             varying.append((n, column))
         else:
             raise ValueError(f"{n} is not a declared constant of {system.spec} and differs within a batch")
@@ -139,7 +153,8 @@ def group(traces: list[Trace], system: System, batch_size: int) -> list[Batch]:
     bound are alike; a batch's room spreads at most ROOM_SPREAD times (`make_batch`)."""
     # Room given per trace (numbered and per_trace) spreads nothing: each trace has its own.
     numbered = sorted(n for n, how in system.constants.items() if "numbered" in how and not how.get("per_trace"))
-    fixed = sorted(set(system.constants) - declared(system) - per_trace(system) - set(numbered))
+    varies = declared(system) if assumed(system) is not None else frozenset()
+    fixed = sorted(set(system.constants) - varies - per_trace(system) - set(numbered))
     groups: dict[str, list[Trace]] = defaultdict(list)
     for t in traces:
         c = constants_for(system, t)
@@ -213,12 +228,34 @@ def render_batch(batch: Batch, values_file: bool = False) -> dict[str, str]:
     files = {
         "TraceData.tla": data,
         "TraceRun.tla": env.get_template("TraceRun.tla.j2").render(spec=batch.system.spec, constants=constants, varying=varying,
-                                                                    each=each),
+                                                                    each=each, assumed=bool(varying and assumed(batch.system)),
+                                                                    count=len(batch.traces)),
         "TraceRun.cfg": env.get_template("TraceRun.cfg.j2").render(constants=constants, varying=varying),
     }
+    if varying and assumed(batch.system):
+        files[ASSUME_MODULE + ".tla"] = env.get_template("TraceRunAssume.tla.j2").render(
+            spec=batch.system.spec, assumptions=[_as_definition(k, text) for k, text in enumerate(assumed(batch.system) or (), 1)])
     if values_file:
         files[VALUES_FILE] = "<<\n" + ",\n".join(literals) + "\n>>\n"
     return files
+
+
+# The generated module that restates the spec's ASSUMEs as definitions (`render_batch`).
+ASSUME_MODULE = "TraceRunAssume"
+
+
+def _as_definition(k: int, text: str) -> tuple[str, str]:
+    """An ASSUME's text as a definition, and its name (lpA<k>): the keyword is replaced by the
+    name and "==" in the same width, so that every line keeps its column (a junction list's
+    bullets must align). A name that clashes with the spec's stops SANY, and so the batch: it
+    is then split down to runs of one trace, which check the spec's ASSUMEs themselves."""
+    keyword = re.match(r"ASSUMPTION|ASSUME|AXIOM", text)
+    assert keyword is not None, text
+    width = len(keyword.group(0))
+    name = f"lpA{k}" if k < 10 else f"A{k}"
+    if len(name) + 2 > width:
+        raise ValueError(f"assumption {k} of a spec has no definition as wide as {keyword.group(0)!r}")
+    return name, name + " " * (width - len(name) - 2) + "==" + text[width:]
 
 
 def _balance(text: str) -> int:

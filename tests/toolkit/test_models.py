@@ -130,3 +130,22 @@ def test_unknown_model_suggests_close_names() -> None:
 def test_every_fixture_model_loads() -> None:
     for path in select(PROJECT / "models", []):
         assert load_model(path, TLA).name == path.stem
+
+
+def test_assumptions_are_read_whole_or_not_at_all(tmp_path: Path) -> None:
+    from conformance.models.declared import assumptions
+
+    (tmp_path / "Base.tla").write_text('---- MODULE Base ----\nCONSTANT B\nASSUME B \\in Nat (* "ASSUME" in a comment *)\n====\n')
+    (tmp_path / "M.tla").write_text(
+        "---- MODULE M ----\nEXTENDS Base, Naturals\nCONSTANTS C, D\n"
+        "ASSUME /\\ C > 0\n       /\\ D \\in {\"ASSUME\", \"x\"}\n\\* a comment line is part of it\n       /\\ C < 9\n"
+        "Op == C\n(* ASSUME FALSE, commented out *)\nASSUME D # \"y\"\n====\n")
+    found = assumptions(tmp_path / "M.tla")
+    assert found == ['ASSUME B \\in Nat (* "ASSUME" in a comment *)',
+                     'ASSUME /\\ C > 0\n       /\\ D \\in {"ASSUME", "x"}\n\\* a comment line is part of it\n       /\\ C < 9',
+                     'ASSUME D # "y"']
+    # What might be read wrongly is not read at all: a named assumption, an indented one, and
+    # one whose next line at column 0 could continue it.
+    for odd in ("ASSUME Pos == C > 0\n", "  ASSUME C > 0\n", "ASSUME C > 0\n/\\ C < 9\n"):
+        (tmp_path / "M.tla").write_text(f"---- MODULE M ----\nEXTENDS Naturals\nCONSTANTS C\n{odd}====\n")
+        assert assumptions(tmp_path / "M.tla") is None, odd

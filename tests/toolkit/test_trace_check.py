@@ -181,6 +181,29 @@ def test_real_system_files_bound_the_clock_slack() -> None:
         assert v.kind is TraceKind.MALFORMED and v.reason == f"header field settings.clock_slack_ms: 50 is past its bound 5 (traces/systems/{name}.yaml bounds)"
 
 
+def test_a_header_outside_the_specs_assumptions_is_malformed_in_a_batch_as_alone(tlc: Tlc) -> None:
+    # Engine.tla ASSUMEs Lease > 0. Alone, a trace claiming lease_ms 0 stops TLC on that ASSUME;
+    # as the second trace of a batch, its Lease is bound by an INSTANCE, whose ASSUMEs TLC 2.15
+    # never checks: it was checked against a spec whose assumption fails. The system file's bound
+    # makes it malformed; without the bound, the batch checks the spec's ASSUMEs per trace
+    # (TraceRunAssume), and the verdict is the one alone.
+    import dataclasses
+
+    root = Path(__file__).resolve().parents[2]
+    real = load_systems(root)
+    corpus = [read_trace_file(p) for p in sorted((root / "traces" / "corpus" / "engine" / "accepted").glob("*.ndjson"))]
+    # A batch takes its shortest trace first (`group`): the one with the bad header must come later.
+    first, second = sorted((t for t in corpus if isinstance(t, Trace)), key=lambda t: len(t.events))[::3][:2]
+    assert len(first.events) < len(second.events)
+    zero = Trace("zero", {**second.header, "settings": {**second.header["settings"], "lease_ms": 0}}, second.events)
+    batched = check_traces([first, zero], real, tlc)
+    assert batched[1].kind is TraceKind.MALFORMED and "settings.lease_ms: 0 is below its bound 1" in (batched[1].reason or "")
+    loose = {**real, "engine": dataclasses.replace(real["engine"], bounds={})}
+    alone = check_traces([zero], loose, tlc)[0]
+    assert alone.kind is TraceKind.INCONCLUSIVE and "Assumption" in (alone.reason or ""), alone
+    assert check_traces([first, zero], loose, tlc) == [check_traces([first], loose, tlc)[0], alone]
+
+
 def test_tlc_tool_markers_in_a_trace_cannot_forge_a_message(tlc: Tlc, systems: dict[str, Any]) -> None:
     # Node names end up in printed values (the DIFF of `seen`); unescaped, these would close
     # TLC's message and open a forged "success" in the middle of the output.
