@@ -19,16 +19,11 @@ from conformance.traces.printer import printer_classes
 from conformance.traces.system import load_systems
 from conformance.traces.trace import TraceKind
 
-from tests.toolkit.test_trace_check import PROJECT, make
+from tests.toolkit.test_trace_check import PROJECT, make, tlc  # noqa: F401 (tlc: a fixture)
 
 pytestmark = pytest.mark.tlc
 
 TRACE_CHECK = PROJECT / "tla" / "TraceCheck.tla"
-
-
-@pytest.fixture(scope="module")
-def tlc() -> Tlc:
-    return Tlc.locate()
 
 
 @pytest.fixture(scope="module")
