@@ -204,6 +204,23 @@ def test_a_header_outside_the_specs_assumptions_is_malformed_in_a_batch_as_alone
     assert check_traces([first, zero], loose, tlc) == [check_traces([first], loose, tlc)[0], alone]
 
 
+def test_assumptions_that_cannot_be_read_keep_a_varying_constant_out_of_a_batch(systems: dict[str, Any], tmp_path: Path) -> None:
+    # An ASSUME the checker cannot restate (here indented) cannot be checked per trace: traces
+    # whose declared constants differ then get runs of their own, each checking it itself.
+    import dataclasses
+
+    from conformance.traces.batch import group
+
+    traces = [make("three", [("n1", 1)], limit=3), make("seven", [("n1", 1)], limit=7)]
+    assert len(group(traces, systems["counter"], 400)) == 1  # Limit bound per trace, ASSUMEs restated
+    shutil.copytree(PROJECT / "tla", tmp_path / "tla")
+    counter = tmp_path / "tla" / "Counter.tla"
+    counter.write_text(counter.read_text().replace("====", "  ASSUME Limit >= 0\n===="))
+    odd = dataclasses.replace(systems["counter"], spec_path=tmp_path / "tla" / "TraceCounter.tla")
+    batches = group(traces, odd, 400)
+    assert sorted(len(b.traces) for b in batches) == [1, 1] and all(not b.varying for b in batches)
+
+
 def test_tlc_tool_markers_in_a_trace_cannot_forge_a_message(tlc: Tlc, systems: dict[str, Any]) -> None:
     # Node names end up in printed values (the DIFF of `seen`); unescaped, these would close
     # TLC's message and open a forged "success" in the middle of the output.
