@@ -252,8 +252,8 @@ def _as_definition(k: int, text: str) -> tuple[str, str]:
     keyword = re.match(r"ASSUMPTION|ASSUME|AXIOM", text)
     assert keyword is not None, text
     width = len(keyword.group(0))
-    name = f"lpA{k}" if k < 10 else f"A{k}"
-    if len(name) + 2 > width:
+    name = next((n for n in (f"lpA{k}", f"A{k}") if len(n) + 2 <= width), None)
+    if name is None:
         raise ValueError(f"assumption {k} of a spec has no definition as wide as {keyword.group(0)!r}")
     return name, name + " " * (width - len(name) - 2) + "==" + text[width:]
 

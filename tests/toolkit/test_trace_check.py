@@ -583,3 +583,13 @@ def test_a_queue_node_named_as_no_one_is_rejected_at_the_first_line_saying_so(tl
     assert good.kind is TraceKind.ACCEPTED, good.describe()
     assert v.kind is TraceKind.REJECTED and v.line == 1, v.describe()
     assert [(d.field, d.logged) for d in v.diffs] == [("node_named_as_no_one", '{"(no one)"}')], v.describe()
+
+
+def test_an_assumption_becomes_a_definition_of_the_same_width() -> None:
+    # Every line keeps its column (junction bullets must align), for each keyword TLA+ allows.
+    from conformance.traces.batch import _as_definition
+
+    assert _as_definition(1, "ASSUME /\\ a\n       /\\ b") == ("lpA1", "lpA1== /\\ a\n       /\\ b")
+    assert _as_definition(12, "ASSUME a") == ("A12", "A12 == a")
+    assert _as_definition(3, "AXIOM a") == ("A3", "A3 == a")
+    assert _as_definition(2, "ASSUMPTION /\\ a\n           /\\ b") == ("lpA2", "lpA2    == /\\ a\n           /\\ b")
