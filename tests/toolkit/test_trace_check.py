@@ -389,6 +389,29 @@ def test_per_trace_constants_do_not_split_batches() -> None:
     assert f"lp_LagBudget == <<{lag}, 7>>" in run
 
 
+def test_a_batchs_per_trace_tuples_are_written_over_short_lines() -> None:
+    # TLC 2.15's PlusCal check of every module it loads slows down steeply with a line's length
+    # (batch.LINE_WIDTH): a tuple of one value per trace must not make one long line of
+    # TraceRun.tla, and must still hold every trace's value, in order.
+    from conformance.traces.batch import LINE_WIDTH, group, render_batch, tuple_text
+
+    root = Path(__file__).resolve().parents[2]
+    wq = load_systems(root)["workqueue"]
+    t = corpus_trace("workqueue", next((root / "traces" / "corpus" / "workqueue" / "accepted").glob("sim-*.ndjson")).stem)
+    traces = [Trace(f"t{i}", {**t.header, "faults": {**t.header.get("faults", {}), "heartbeat_lag": 1000 + i}}, t.events)
+              for i in range(300)]
+    batches = group(traces, wq, batch_size=300)
+    assert len(batches) == 1
+    run = render_batch(batches[0])["TraceRun.tla"]
+    assert max(len(line) for line in run.splitlines()) <= LINE_WIDTH + 40  # + the name before a tuple
+    start = run.index("lp_LagBudget == <<")
+    tuple_ = run[start + len("lp_LagBudget == "):run.index(">>", start) + 2]
+    assert "".join(tuple_.split()) == "<<" + ",".join(str(1000 + i) for i in range(300)) + ">>"
+    assert tuple_text([]) == "<<>>" and tuple_text(["1"]) == "<<1>>"
+    # An item longer than a line gets a line of its own, whole.
+    assert tuple_text(["1", "x" * 150, "2"]) == "<<1,\n    " + "x" * 150 + ",\n    2>>"
+
+
 def test_traces_with_other_constants_share_a_batch_each_checked_with_its_own(tlc: Tlc, systems: dict[str, Any]) -> None:
     # Other limits and node sets used to split the batches (a JVM start and a parse each). In
     # one batch now, each trace must still be checked against its own constants: with the first
