@@ -136,12 +136,13 @@ def _say(proc: subprocess.Popen, line: str) -> None:
 
 
 def drain(url: str, messages: int, procs: int, kind: str, trace_dir: Path | None = None, loops: int = 1,
-          root: Path = ROOT) -> Result:
+          root: Path = ROOT, prefix: str | None = None) -> Result:
     """Offer `messages`, then drain them with `procs` processes running `kind` ('queue', the
-    queue of the checkout at `root`, or 'raw' with `loops` script loops per process); the rate
-    is measured over the trace's span after the offers."""
+    queue of the checkout at `root`, or 'raw' with `loops` script loops per process), under the
+    key prefix `prefix` (default: a new one); the rate is measured over the trace's span after
+    the offers. The keys are deleted at the end."""
     client = connect(url)
-    prefix = f"lp-bench-{kind}-{uuid.uuid4().hex[:8]}"
+    prefix = prefix or f"lp-bench-{kind}-{uuid.uuid4().hex[:8]}"
     queue = QueueStore(client, prefix, url=url)
     clock = WallClock()
     for i in range(messages):
