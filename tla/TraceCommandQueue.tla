@@ -556,14 +556,22 @@ CallThrows(wk) ==
 (*  - LateStatusRead: the reference reads the status in a step of its own after its        *)
 (*    guard_take (impl/workqueue/commands.py), not with it: an attempt whose guard lapsed   *)
 (*    in between reads what the next holder wrote (SUBMITTING: it goes to its call, which   *)
-(*    the owner check refuses). CommandQueue's GuardTake reads the status with the take.    *)
-(*    Only before the attempt's first write (pc "submit"), and only for an attempt that no  *)
-(*    longer holds the guard: a holder reads what it would have read at the take.           *)
+(*    the owner check refuses; a terminal status: it releases). CommandQueue's GuardTake    *)
+(*    reads the status with the take. Only before the attempt's first step after its take  *)
+(*    (pc "submit", which nothing but the take leads to; or "call" or "finish", when the    *)
+(*    attempt has logged nothing since its guard_take but its heartbeat's renewals), and    *)
+(*    only for an attempt that no longer holds the guard: a holder reads what it would     *)
+(*    have read at the take.                                                                *)
+StepsOf(a) == {j \in 1..l : AttemptOf(j) = a /\ Traces[t][j].op # "guard_renew"}
+FreshTake(a) == /\ StepsOf(a) # {}
+                /\ \E j \in {CHOOSE j \in StepsOf(a) : \A i \in StepsOf(a) : i <= j} :
+                      Traces[t][j].op = "guard_take"
 LateStatusRead(wk) ==
     /\ l < Lines /\ AttemptGuard /\ IsBound(wk)
     /\ \E w \in {wk} :
-          /\ Running(w) /\ pc[w] = "submit" /\ guard[cmdOf[w]] # w
-          /\ NextPC(status[cmdOf[w]]) # "submit"
+          /\ Running(w) /\ pc[w] \in {"submit", "call", "finish"} /\ guard[cmdOf[w]] # w
+          /\ NextPC(status[cmdOf[w]]) # pc[w]
+          /\ pc[w] # "submit" => FreshTake(Att)
           /\ pc' = [pc EXCEPT ![w] = NextPC(status[cmdOf[w]])]
     /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, cmdOf, stale, checked,
                    historyVars, traceVars>>

@@ -389,11 +389,10 @@ class QueueMachine(RuleBasedStateMachine):
             self.s.pause_past_lease(node, takeover=True)
         if then != "its late heartbeat" and any(r is stale for r in self.s.running[node]):
             step()
-        if ("heartbeat", node) in self.s.enabled():
-            # The node's lag ends here, once its stale attempt met the live one (after its step,
-            # or as that step): a node whose heartbeat lags on while its poller takes a new
-            # delivery, and that delivery's guard lapses, gives a trace TraceCommandQueue.tla
-            # rejects (that lapse is not among its counted stalls; open).
+        if then == "its late heartbeat" and ("heartbeat", node) in self.s.enabled():
+            # The late renewal that meets the live attempt. After a stale step instead, the
+            # node's heartbeat stays late until a rule of its own runs it: its poller may take
+            # new deliveries meanwhile, and their guards lapse too.
             self.s.take(("heartbeat", node))
         did = ", ".join(f"{e['node']} {e['op']} {e['outcome']}" for e in self._new_events(before) if e["op"] != "renew")
         self._log(node, f"{stale.inv.attempt} ({cmd}) stale, {taker} takes over, then {then}",
