@@ -1,5 +1,5 @@
-"""Shared fixtures: real servers, reached or skipped (failed in CI) with a clear reason; and the
-Hypothesis profiles.
+"""Shared fixtures: real servers, reached or skipped (failed in CI) with a clear reason; the
+project's scripts as modules; and the Hypothesis profiles.
 
 On a user's machine a test that needs MySQL or Redis skips when the server is absent; in CI
 (`CI=true`) the same absence fails the test, because CI promises the servers are there.
@@ -13,10 +13,13 @@ The engine's stateful tests size their budgets as shares of the loaded profile's
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from hypothesis import Phase, settings
@@ -106,6 +109,20 @@ def redis_url() -> str:
     except Exception as exc:
         server_absent("redis", REDIS_URL, exc)
     return REDIS_URL
+
+
+@pytest.fixture(scope="session")
+def script() -> Callable[[str], ModuleType]:
+    """Loads `scripts/<name>.py` as the module `<name>` (registered in sys.modules, where its
+    dataclasses look their module up)."""
+    def load(name: str) -> ModuleType:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+    return load
 
 
 @pytest.fixture
