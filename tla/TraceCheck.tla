@@ -32,6 +32,15 @@ Accept(t) == PrintT(<<"ACCEPT", t>>)
 \* accepted when n is its last line. Always TRUE.
 Consumed(t, n, len) == Explained(t, n) /\ (n = len => Accept(t))
 
+\* Trace t is explained to its end by a behaviour that used the fault lines `used` (a set of
+\* line numbers) to excuse a hidden step: the checker reports the acceptance as excused by them
+\* (the fewest any accepting behaviour used). Always TRUE.
+AcceptExcused(t, used) == PrintT(<<"ACCEPT", t, used>>)
+
+\* Consumed, for a spec that keeps the fault lines it used: at the last line the acceptance
+\* names them (AcceptExcused). Always TRUE.
+ConsumedExcused(t, n, len, used) == Explained(t, n) /\ (n = len => AcceptExcused(t, used))
+
 \* The logged fields of line n of trace t agree with the spec. `pairs` maps a field's name to
 \* <<what the spec says, what the line says>>; each field that differs is printed. (TLC
 \* evaluates an operator's argument again at each use: bound by \E, `pairs` is built once.)

@@ -33,33 +33,37 @@
 (* rejection) is a worker that never takes the guard: no step needed.     *)
 (*                                                                         *)
 (* Hidden steps (leave l alone), each taken only when the next line      *)
-(* needs it, and each paid for: a fault the header counts (faults.<kind>, *)
-(* 0 when absent), or a gap the trace's own clock shows:                  *)
+(* needs it, and none free:                                               *)
 (*   Stall(w), GuardExpire(k)  the guard's holder stalled (or died: the   *)
 (*                             same in a trace) and its guard lapsed: the *)
 (*                             next line shows the guard gone or another  *)
 (*                             owner. Only once its TTL has passed since  *)
 (*                             its last take or renewal (`gexp`, within   *)
 (*                             ClockSlack), with no heartbeat of the      *)
-(*                             holder's node since (`ghb`), and paid: one *)
-(*                             stall of that node (crash, pause,          *)
-(*                             heartbeat_lag, close) covers every lapse   *)
-(*                             of its guards until its heartbeat shows    *)
-(*                             again (`paid`); free where the trace's     *)
-(*                             clock is a real one (settings.wall_clock)  *)
-(*                             or the holder's entry went to another node *)
-(*                             (its heartbeat stops renewing the guard).  *)
+(*                             holder's node since (`ghb`), and where a   *)
+(*                             fault line of that node holds the moment   *)
+(*                             it lapsed: a heartbeat_lag or pause window *)
+(*                             (start..end, or one observed later with    *)
+(*                             args.since), a crash, or a close that does *)
+(*                             not wait for its handlers; or where the    *)
+(*                             holder's entry went to another node (its   *)
+(*                             heartbeat stops renewing the guard).       *)
 (*                             Resume(w) at w's next line                 *)
 (*   ClientFails(k)            a submit failed between its state write    *)
-(*                             and its offer: it is submitted again       *)
-(*                             (faults.offer_fail)                         *)
+(*                             and its offer (an offer_fail line): it is  *)
+(*                             submitted again                            *)
 (*   GuardTake(w), GuardRelease(w) with AttemptGuard off (the reference   *)
 (*                             logs no guard op then: only the read)      *)
 (*   PutCheck(w)               the owner read of the two-step putIfOwner  *)
 (*                             (AtomicPutIfOwner off), at any time         *)
+(* A heartbeat that renews inside its node's injected lag window, or a    *)
+(* guard renewed later than twice the header's heartbeat_ms after its     *)
+(* last take or renewal outside any window of its node, is rejected       *)
+(* (HeartbeatLagged, HeartbeatAsClaimed): a header cannot shorten the     *)
+(* heartbeat the guard TTL is checked against.                            *)
 (* Implementation quirks, in ImplQuirk: a call that throws releases the   *)
-(* guard and leaves the message pending; an ack that fails (paid:         *)
-(* faults.ack_fail) or finds the entry already acked (by another delivery *)
+(* guard and leaves the message pending; an ack that fails (an ack_fail   *)
+(* line before it) or finds the entry already acked (by another delivery  *)
 (* of it) takes no message; an external call refused by its script's      *)
 (* owner check ends the attempt.                                          *)
 (*                                                                         *)
@@ -93,23 +97,26 @@ VARIABLES
 VARIABLES
     clock,  \* the `now` of the last line explained
     gexp,   \* gexp[k]: when k's guard expires: its last take or renewal's now + its TTL
-    ghb,    \* ghb[k]: the first heartbeat line (guard_renew) of the holder's node after the
+    ghb     \* ghb[k]: the first heartbeat line (guard_renew) of the holder's node after the
             \* guard's last take or renewal, -1 for none: a heartbeat that ran renews every
             \* guard its node holds, so a guard lapses unrenewed only in a gap after it
-    gid,    \* gid[k]: the gap the guard lapses in, if it does: its holder node's last
-            \* heartbeat line at the guard's last take or renewal (-1: none yet)
-    lastHb  \* lastHb[n]: node n's last heartbeat line (absent: none yet)
-timeVars == <<clock, gexp, ghb, gid, lastHb>>
+timeVars == <<clock, gexp, ghb>>
 
-\* What the hidden faults have used of the header's budgets.
+\* What the fault lines have said (every function below grows with the nodes that log).
 VARIABLES
-    paid,       \* the gaps <<node, gid>> a counted stall has paid for
-    stalls,     \* how many counted stalls are used
-    ackFails,   \* how many failed acks
-    offerFails  \* how many failed offers (a client that submits again)
-budgetVars == <<paid, stalls, ackFails, offerFails>>
+    win,      \* win[n][k]: the line that opened n's window of kind k (0: closed)
+    shut,     \* the windows closed so far: [node, line (its start), from, to (ms)]
+    down,     \* down[n]: the line of n's crash, or of its close that stops the heartbeat
+    pend,     \* pend[n][k]: n's ack_fail / offer_fail lines its next failed ack or resubmit takes
+    used,     \* the fault lines a hidden step needed (their line numbers)
+    stopped   \* the nodes that logged their stop
+faultVars == <<win, shut, down, pend, used, stopped>>
 
-traceVars == <<t, l, cmds, dl, gone, pel, lostRenew, timeVars, budgetVars>>
+Windows == {"heartbeat_lag", "pause"}
+Pended == {"ack_fail", "offer_fail"}
+FaultOps == Windows \cup Pended \cup {"crash", "close", "reject"}
+
+traceVars == <<t, l, cmds, dl, gone, pel, lostRenew, timeVars, faultVars>>
 
 \* The header's `drained`: the run's stream was empty when the trace was written (read from
 \* Redis). Then the trace must end with every command it names finished and every message
@@ -118,27 +125,16 @@ CONSTANT Drained
 
 \* From the header: the guard TTL and the heartbeat (renewal) period, ms (settings.guard_ttl_ms,
 \* settings.heartbeat_ms); how far the server's clock readings may fall apart
-\* (settings.clock_slack_ms, bounded by the system file); whether the times are a real clock's
-\* (settings.wall_clock: a real process may stall unannounced, so a lapse needs only the gap
-\* the trace's own times show); whether a closing node keeps renewing
-\* (gates.close_waits_for_handlers: if not, a close is a stall). GuardTTL, Heartbeat,
-\* ClockSlack and WallClock hold one value per trace of the batch (below): trace t's is
-\* GuardTTL[t], and so on.
-CONSTANTS GuardTTL, Heartbeat, ClockSlack, WallClock, CloseWaits
-
-\* The hidden faults the run injected, from the header (faults.<kind>, 0 when absent), and
-\* WallClock: one value per trace of the batch (per_trace in traces/systems/command.yaml, so
-\* that runs with other counts share a TLC run): trace t's is CrashFaults[t], and so on.
-CONSTANTS CrashFaults, PauseFaults, LagFaults, CloseFaults, AckFailFaults, OfferFailFaults
+\* (settings.clock_slack_ms, bounded by the system file); whether a closing node keeps renewing
+\* (gates.close_waits_for_handlers: if not, a close is a stall). GuardTTL, Heartbeat and
+\* ClockSlack hold one value per trace of the batch (per_trace in traces/systems/command.yaml,
+\* so that runs of other settings share a TLC run): trace t's is GuardTTL[t], and so on.
+CONSTANTS GuardTTL, Heartbeat, ClockSlack, CloseWaits
 
 \* From the header: the state record's TTL, ms (settings.state_ttl_ms), one value per trace.
 \* CommandQueue's StateExpire is off here (StateExpiry = FALSE): a trace must end before the
 \* TTL could have run out for a record its first line wrote (`state_ttl`).
 CONSTANT StateTTL
-
-\* A stall of a node's heartbeat: a crash, a pause, a heartbeat lag, or a close that does
-\* not wait for its handlers.
-StallBudget == CrashFaults[t] + PauseFaults[t] + LagFaults[t] + (IF CloseWaits THEN 0 ELSE CloseFaults[t])
 
 E == Traces[t][l + 1]                   \* the next line to explain
 Lines == Len(Traces[t])
@@ -180,12 +176,43 @@ CmdAfter(k) ==
 Live(k) == {w \in DOMAIN dl' : /\ cmdOf'[w] = k /\ wmode'[w] = "running" /\ ~stale'[w]
                                /\ pc'[w] \in {"submit", "call", "process", "finish", "release"}}
 
-\* The next line is an `op` on a command the model has room for.
-Logged(op, k) == E.op = op /\ k \in Commands
-
-LastHb(n) == IF n \in DOMAIN lastHb THEN lastHb[n] ELSE -1
+\* The next line is an `op`, by a node that has not stopped, on a command the model has room for.
+Logged(op, k) == E.op = op /\ E.node \notin stopped /\ k \in Commands
 \* The node of the worker holding k's guard.
 HolderNode(k) == dl[guard[k]].node
+
+\* The fault lines' state of node n (a node that logged none has none open).
+WinsOf(n) == IF n \in DOMAIN win THEN win[n] ELSE [kind \in Windows |-> 0]
+WinOf(n, kind) == WinsOf(n)[kind]
+PendsOf(n) == IF n \in DOMAIN pend THEN pend[n] ELSE [kind \in Pended |-> 0]
+DownAt(n) == IF n \in DOMAIN down THEN down[n] ELSE 0
+Observed(j, n) == /\ Traces[t][j].op \in Windows /\ Traces[t][j].node = n
+                  /\ Traces[t][j].outcome = "observed"
+\* Some window of node n overlaps the time from..to: one open now, one closed, or an observed
+\* one anywhere in the trace.
+WindowIn(n, from, to) ==
+    \/ \E kind \in Windows : WinOf(n, kind) # 0
+    \/ \E w \in shut : w.node = n /\ w.to >= from /\ w.from <= to
+    \/ \E j \in 1..Lines : Observed(j, n) /\ Traces[t][j].args.since <= to + ClockSlack[t]
+                          /\ Traces[t][j].now >= from
+\* The first fault line of node n whose window holds time x, 0 for none: a lag or pause window
+\* (open, or closed since: a guard's lapse is taken only when a line needs it gone) that began
+\* by x, n's crash or stopping close by x, or an observed window logged later.
+Excuse(n, x) ==
+    LET open == {WinOf(n, kind) : kind \in {kind \in Windows : WinOf(n, kind) # 0
+                                                             /\ Traces[t][WinOf(n, kind)].now <= x + ClockSlack[t]}}
+                \cup {w.line : w \in {w \in shut : w.node = n /\ w.from <= x + ClockSlack[t] /\ x <= w.to + ClockSlack[t]}}
+        dead == IF DownAt(n) # 0 /\ Traces[t][DownAt(n)].now <= x + ClockSlack[t] THEN {DownAt(n)} ELSE {}
+        seen == {j \in (l + 1)..Lines : Observed(j, n) /\ Traces[t][j].args.since <= x + ClockSlack[t]
+                                        /\ x <= Traces[t][j].now}
+        lines == open \cup dead \cup seen
+    IN IF lines = {} THEN 0 ELSE CHOOSE j \in lines : \A i \in lines : j <= i
+Min(a, b) == IF a < b THEN a ELSE b
+\* A failed ack or a resubmit takes an injected fault of node n logged before it; with none, the
+\* line is rejected naming it.
+Take(n, kind) ==
+    /\ Match(t, l + 1, ("fault_line." \o kind) :> <<Min(PendsOf(n)[kind], 1), 1>>)
+    /\ pend' = (n :> [PendsOf(n) EXCEPT ![kind] = @ - 1]) @@ pend
 
 \* The line's step found k's guard held (an owner check that passed, a take or cancel that
 \* found it busy), or the line shows it still held by the spec's holder.
@@ -199,6 +226,16 @@ ShowsGuardHeld(k) ==
        /\ E.state.guard.owner # Nil /\ E.state.guard.owner = dl[guard[k]].attempt
 \* A guard held past its expiry: Redis would have deleted it.
 HeldPastTTL(k) == guard[k] # NoOne /\ E.now > gexp[k] + ClockSlack[t] /\ ShowsGuardHeld(k)
+
+\* The cursor has moved: at the last line of a drained trace every command is finished and its
+\* messages acked.  Consumed last, so that it prints only on success; the acceptance names the
+\* fault lines the behaviour needed.
+Finish ==
+    /\ (Drained /\ l + 1 = Lines) =>
+          Match(t, l + 1, [EveryCommandDone |->
+                              <<{cmds'[i] : i \in {i \in DOMAIN cmds' :
+                                   status'[i] \notin Terminal \/ msgs'[i] # 0}}, {}>>])
+    /\ ConsumedExcused(t, l + 1, Lines, used')
 
 \* The line's outcome (and, for the command's own ops, its state) agree with the spec, the
 \* command keeps the properties, and the line is explained.  The cursor and the names are
@@ -220,17 +257,14 @@ Explains(k, outcome, withState) ==
                                          THEN <<[expires |-> gexp[k]], [held_at |-> E.now]>>
                                          ELSE <<0, 0>>]
                  ELSE <<>>))
-    /\ (Drained /\ l + 1 = Lines) =>
-          Match(t, l + 1, [EveryCommandDone |->
-                              <<{cmds'[i] : i \in {i \in DOMAIN cmds' :
-                                   status'[i] \notin Terminal \/ msgs'[i] # 0}}, {}>>])
-    /\ Consumed(t, l + 1, Lines)
+    /\ Finish
+
 
 -----------------------------------------------------------------------------
 (* One Is<Op> per logged op.                                               *)
 
-KeepTime == UNCHANGED <<gexp, ghb, gid, lastHb>>
-KeepBudgets == UNCHANGED budgetVars
+KeepTime == UNCHANGED <<gexp, ghb>>
+KeepBudgets == UNCHANGED faultVars
 
 IsSubmitState(k) ==
     /\ Logged("submit_state", k)
@@ -286,11 +320,8 @@ TTLMatches ==
     Match(t, l + 1, [ttl_ms |-> <<GuardTTL[t], E.args.ttl_ms>>,
                      GuardOutlivesRenewal |-> <<E.args.ttl_ms <= Heartbeat[t], FALSE>>])
 
-\* A guard taken now expires a TTL later; the gap it may lapse in starts at its node's last
-\* heartbeat (a guard renewed resets both in IsGuardRenew).
-Taken(k) ==
-    /\ gexp' = [gexp EXCEPT ![k] = E.now + GuardTTL[t]]
-    /\ gid' = [gid EXCEPT ![k] = LastHb(E.node)]
+\* A guard taken now expires a TTL later (a guard renewed resets it in IsGuardRenew).
+Taken(k) == gexp' = [gexp EXCEPT ![k] = E.now + GuardTTL[t]]
 
 IsGuardTake(k, wk) ==
     /\ Logged("guard_take", k)
@@ -299,7 +330,7 @@ IsGuardTake(k, wk) ==
     /\ BindW(wk) /\ UNCHANGED <<gone, pel, lostRenew>> /\ KeepBudgets
     /\ TTLMatches
     /\ IF guard[k] = NoOne
-         THEN Taken(k) /\ ghb' = [ghb EXCEPT ![k] = -1] /\ UNCHANGED lastHb
+         THEN Taken(k) /\ ghb' = [ghb EXCEPT ![k] = -1]
          ELSE KeepTime
     /\ Explains(k, IF guard[k] = NoOne THEN "taken" ELSE "busy", TRUE)
 
@@ -330,6 +361,13 @@ LostRenewRunsOn(w) ==
 \* guard of the node in turn, and a round that began before a take may not renew it).
 NextBeat(j) == E.now >= gexp[j] - GuardTTL[t] + Heartbeat[t] \div 2
 
+\* A guard renewal is the heartbeat of its node: none while the node's injected window says
+\* its heartbeat lags (HeartbeatLagged: a recorder that logs a lag it did not make), and none
+\* later than twice the header's heartbeat period after the guard's last take or renewal,
+\* unless a window of the node overlaps the gap (HeartbeatAsClaimed: the header's
+\* heartbeat_ms is what GuardOutlivesRenewal checks the TTL against).
+LastGuardWrite(k) == gexp[k] - GuardTTL[t]
+Overdue(k) == E.now > LastGuardWrite(k) + 2 * Heartbeat[t] + ClockSlack[t]
 IsGuardRenew(k, wk) ==
     /\ Logged("guard_renew", k)
     /\ Worker(k, wk)
@@ -338,16 +376,20 @@ IsGuardRenew(k, wk) ==
     /\ lostRenew' = IF guard[k] = wk THEN lostRenew ELSE lostRenew \cup {Att}
     /\ TTLMatches
     /\ IF guard[k] = wk
-         THEN /\ gexp' = [gexp EXCEPT ![k] = E.now + GuardTTL[t]]
-              /\ gid' = [gid EXCEPT ![k] = E.now]
-         ELSE UNCHANGED <<gexp, gid>>
+         THEN gexp' = [gexp EXCEPT ![k] = E.now + GuardTTL[t]]
+         ELSE UNCHANGED gexp
     /\ ghb' = [j \in DOMAIN ghb |->
                  IF j = k /\ guard[k] = wk THEN -1
                  ELSE IF /\ ghb[j] = -1 /\ guard[j] # NoOne /\ dl[guard[j]].node = E.node
                          /\ NextBeat(j)
                       THEN E.now ELSE ghb[j]]
-    /\ lastHb' = (E.node :> E.now) @@ lastHb
-    /\ Match(t, l + 1, [renewed_after_lost |-> <<FALSE, Att \in lostRenew>>])
+    /\ Match(t, l + 1, [renewed_after_lost |-> <<FALSE, Att \in lostRenew>>,
+                        HeartbeatLagged |-> <<\E w \in Windows : WinOf(E.node, w) # 0, FALSE>>,
+                        HeartbeatAsClaimed |->
+                           IF guard[k] = wk /\ Overdue(k) /\ ~WindowIn(E.node, LastGuardWrite(k), E.now)
+                           THEN <<[renewed_after_ms |-> E.now - LastGuardWrite(k)],
+                                  [at_most_ms |-> 2 * Heartbeat[t] + ClockSlack[t]]>>
+                           ELSE <<0, 0>>])
     /\ Explains(k, IF guard[k] = wk THEN "renewed" ELSE "lost", TRUE)
 
 IsPutIfOwner(k, wk) ==
@@ -405,6 +447,8 @@ AckTakesNothing(w) ==
     /\ EndAttempt(w)
     /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, historyVars>>
 
+\* A failed ack takes the ack_fail line its node logged before it (the injected fault); with
+\* none, it is rejected there (fault_line.ack_fail).
 IsAck(k) ==
     /\ Logged("ack", k)
     /\ Acker(k) # {}
@@ -414,9 +458,8 @@ IsAck(k) ==
     /\ gone' = IF E.outcome = "acked" THEN gone \cup {E.entry} ELSE gone
     /\ UNCHANGED <<dl, pel, lostRenew>> /\ KeepTime
     /\ E.outcome \in {"acked", "failed"}
-    /\ ackFails' = IF E.outcome = "failed" THEN ackFails + 1 ELSE ackFails
-    /\ Match(t, l + 1, [counted_ack_fails |-> <<ackFails', IF ackFails' <= AckFailFaults[t] THEN ackFails' ELSE AckFailFaults[t]>>])
-    /\ UNCHANGED <<paid, stalls, offerFails>>
+    /\ IF E.outcome = "failed" THEN Take(E.node, "ack_fail") ELSE UNCHANGED pend
+    /\ UNCHANGED <<win, shut, down, used, stopped>>
     /\ Explains(k, E.outcome, FALSE)
 
 \* Never enabled: a line past the model's Commands or Workers only says why it is rejected.
@@ -427,6 +470,69 @@ PastModel(k) ==
     /\ Match(t, l + 1, [commands_in_model |-> <<Cardinality(Commands), k>>,
                         deliveries_in_model |-> <<Cardinality(Workers), Len(dl) + 1>>])
     /\ FALSE
+
+-----------------------------------------------------------------------------
+(* Fault lines and stops: lines no store step wrote, naming no command.    *)
+
+\* A fault line of kind kind, by a node that has not stopped.
+FaultLine(kind) == E.op = kind /\ E.node \notin stopped
+KeepAll == UNCHANGED <<storeVars, externalVars, clientVars, workerVars, historyVars,
+                       cmds, dl, gone, pel, lostRenew, gexp, ghb>>
+\* The line is explained: the clock moves to it.
+Noted == /\ l' = l + 1 /\ UNCHANGED t /\ clock' = E.now /\ KeepAll /\ Finish
+
+\* An injected window opens or closes (one open twice, or closed unopened: fault_window).
+IsWindow ==
+    \E kind \in Windows :
+        /\ FaultLine(kind) /\ E.outcome \in {"start", "end"}
+        /\ Match(t, l + 1, [fault_window |-> <<IF WinOf(E.node, kind) = 0 THEN "closed" ELSE "open",
+                                                IF E.outcome = "start" THEN "closed" ELSE "open">>])
+        /\ win' = (E.node :> [WinsOf(E.node) EXCEPT ![kind] = IF E.outcome = "start" THEN l + 1 ELSE 0]) @@ win
+        /\ shut' = IF E.outcome = "start" THEN shut
+                   ELSE shut \cup {[node |-> E.node, line |-> WinOf(E.node, kind),
+                                     from |-> Traces[t][WinOf(E.node, kind)].now, to |-> E.now]}
+        /\ UNCHANGED <<down, pend, used, stopped>>
+        /\ Noted
+
+\* An observed window (measured by the node: its heartbeat woke, or a renewal returned, late
+\* since args.since) spans at most one round of its heartbeat: each guard renewed once.
+RenewedIn(n, since, until) ==
+    {j \in 1..l : /\ Traces[t][j].op = "guard_renew" /\ Traces[t][j].node = n
+                  /\ since < Traces[t][j].now /\ Traces[t][j].now <= until}
+IsObserved ==
+    \E kind \in Windows :
+        /\ FaultLine(kind) /\ E.outcome = "observed" /\ E.args.since <= E.now
+        /\ LET mine == RenewedIn(E.node, E.args.since + ClockSlack[t], E.now)
+           IN Match(t, l + 1, [HeartbeatLagged |->
+                  <<Cardinality({Traces[t][j].cmd : j \in mine}) < Cardinality(mine), FALSE>>])
+        /\ UNCHANGED faultVars
+        /\ Noted
+
+\* A crash, or a close that stops the node's heartbeat (close_waits_for_handlers off): from
+\* here on every guard the node holds may lapse (its attempts log nothing more).
+IsDown ==
+    /\ FaultLine("crash") \/ FaultLine("close")
+    /\ down' = IF E.op = "crash" \/ ~CloseWaits THEN (E.node :> l + 1) @@ down ELSE down
+    /\ UNCHANGED <<win, shut, pend, used, stopped>>
+    /\ Noted
+
+\* An injected failed ack or offer, for the node's next failed ack or resubmit to take.
+IsPended ==
+    \E kind \in Pended :
+        /\ FaultLine(kind)
+        /\ pend' = (E.node :> [PendsOf(E.node) EXCEPT ![kind] = @ + 1]) @@ pend
+        /\ UNCHANGED <<win, shut, down, used, stopped>>
+        /\ Noted
+
+\* An executor rejection is the queue's business (a delivery that takes no guard); a stop ends
+\* the node's lines.
+IsRejectOrStop ==
+    /\ FaultLine("reject") \/ FaultLine("stop")
+    /\ stopped' = IF E.op = "stop" THEN stopped \cup {E.node} ELSE stopped
+    /\ UNCHANGED <<win, shut, down, pend, used>>
+    /\ Noted
+
+LineStep == IsWindow \/ IsObserved \/ IsDown \/ IsPended \/ IsRejectOrStop
 
 LoggedStep(k, wk) ==
     \/ IsSubmitState(k) \/ IsOffer(k) \/ IsReceiveNew(k) \/ IsReclaim(k) \/ IsGuardTake(k, wk)
@@ -453,30 +559,28 @@ GuardMustGo(k, wk) ==
 \* When the guard may lapse (tla/README.md, Command layer): its TTL has passed by the next
 \* line (within ClockSlack); the holder's node has shown no heartbeat since its last take or
 \* renewal, unless the holder's stream entry went to another node (the reference's heartbeat
-\* stops renewing the guard of an invocation whose entry renewal was refused); and the stall is
-\* paid: by a counted stall that already paid for this gap of the node, or a new one, or
-\* nothing where the trace's clock is a real one (the gap itself is the evidence).
+\* stops renewing the guard of an invocation whose entry renewal was refused, and
+\* TraceWorkQueue explains that reclaim); and, unless its entry went elsewhere, a fault line of
+\* the holder's node holds the moment it lapsed (Excuse).
 \* (On the expiry's own ms either may be seen: Redis keeps the key until its expiry is past,
 \* the twin keeps expiry times as float seconds and may drop it then.)
 TTLPassed(k) == gexp[k] <= E.now + ClockSlack[t]
 NoHeartbeatSince(k) == ghb[k] = -1 \/ gexp[k] <= ghb[k] + ClockSlack[t]
 EntryTaken(w) == \E v \in DOMAIN dl : v > w /\ dl[v].entry = dl[w].entry /\ dl[v].node # dl[w].node
-Gap(k) == <<HolderNode(k), gid[k]>>
-FreeLapse(k) == WallClock[t] \/ EntryTaken(guard[k]) \/ Gap(k) \in paid
 \* (Implications, not disjunctions: TLC would take each true disjunct as a branch of its own,
 \* to the same successor; see WorkQueue's Heartbeats.)
-CanLapse(k) ==
+CanLapse(k, why) ==
     /\ TTLPassed(k)
     /\ ~NoHeartbeatSince(k) => EntryTaken(guard[k])
-    /\ ~FreeLapse(k) => stalls < StallBudget
+    /\ ~EntryTaken(guard[k]) => why # 0
 
 \* The holder stalls past its guard's TTL (it goes on, stale, at its next line: Unstall).
 HolderStalls(k) ==
-    /\ CanLapse(k)
-    /\ Stall(guard[k]) /\ UNCHANGED faults
-    /\ IF FreeLapse(k) THEN UNCHANGED <<paid, stalls>>
-       ELSE paid' = paid \cup {Gap(k)} /\ stalls' = stalls + 1
-    /\ UNCHANGED <<t, l, cmds, dl, gone, pel, lostRenew, timeVars, ackFails, offerFails>>
+    \E why \in {Excuse(HolderNode(k), gexp[k])} :
+        /\ CanLapse(k, why)
+        /\ Stall(guard[k]) /\ UNCHANGED faults
+        /\ used' = IF EntryTaken(guard[k]) THEN used ELSE used \cup {why}
+        /\ UNCHANGED <<t, l, cmds, dl, gone, pel, lostRenew, timeVars, win, shut, down, pend, stopped>>
 
 GuardLapses(k) ==
     /\ GuardExpire(k)
@@ -485,8 +589,8 @@ GuardLapses(k) ==
 \* Never enabled: a line needs the guard gone that cannot have lapsed, and says why: it has
 \* not expired yet (guard_expires: its expiry, and the line's now that needs it gone), the
 \* holder's node's heartbeat ran since without renewing it (heartbeat_before_expiry), or no
-\* counted stall is left to pay for it (counted_stalls: spec the stalls needed, trace the
-\* header's budget).
+\* fault line of the holder's node holds the moment it lapsed (fault_line: the node and that
+\* moment; a lag, pause, crash or close window of it needed).
 NoLapse(k) ==
     /\ wmode[guard[k]] = "running" /\ ~stale[guard[k]]
     /\ Match(t, l + 1,
@@ -495,8 +599,9 @@ NoLapse(k) ==
            heartbeat_before_expiry |->
               IF NoHeartbeatSince(k) \/ EntryTaken(guard[k]) THEN <<0, 0>>
               ELSE <<[expires |-> gexp[k]], [heartbeat_at |-> ghb[k]]>>,
-           counted_stalls |-> <<stalls + 1, IF FreeLapse(k) \/ stalls < StallBudget THEN stalls + 1
-                                          ELSE StallBudget>>])
+           fault_line |-> IF EntryTaken(guard[k]) \/ Excuse(HolderNode(k), gexp[k]) # 0 THEN <<0, 0>>
+                          ELSE <<[node |-> HolderNode(k), lapsed_at |-> gexp[k]],
+                                 [node |-> HolderNode(k), lapsed_in |-> "a heartbeat_lag, pause, crash or close window"]>>])
     /\ FALSE
 
 \* A stalled attempt goes on at its next line (its guard lapsed meanwhile).
@@ -507,14 +612,12 @@ Unstall(wk) ==
           /\ Resume(w)
     /\ UNCHANGED traceVars
 
-\* The client's submit failed after its state write (a counted offer_fail): it submits again.
+\* The client's submit failed after its state write (an offer_fail line): it submits again.
 ClientRetries(k) ==
     /\ l < Lines /\ E.op = "submit_state" /\ k \in Commands
     /\ ClientFails(k) /\ UNCHANGED faults
-    /\ Match(t, l + 1, [counted_offer_fails |-> <<offerFails + 1, IF offerFails < OfferFailFaults[t]
-                                                                 THEN offerFails + 1 ELSE OfferFailFaults[t]>>])
-    /\ offerFails' = offerFails + 1
-    /\ UNCHANGED <<t, l, cmds, dl, gone, pel, lostRenew, timeVars, paid, stalls, ackFails>>
+    /\ Take(E.node, "offer_fail")
+    /\ UNCHANGED <<t, l, cmds, dl, gone, pel, lostRenew, timeVars, win, shut, down, used, stopped>>
 
 \* AttemptGuard off: the delivery reads the status before its first logged line, and goes
 \* from release to ack unlogged.
@@ -595,14 +698,14 @@ TraceInit ==
     /\ t \in 1..Len(Traces) /\ l = 0 /\ cmds = <<>> /\ dl = <<>> /\ gone = {} /\ pel = <<>>
     /\ lostRenew = {}
     /\ clock = 0 /\ gexp = [k \in Commands |-> 0] /\ ghb = [k \in Commands |-> -1]
-    /\ gid = [k \in Commands |-> -1] /\ lastHb = <<>>
-    /\ paid = {} /\ stalls = 0 /\ ackFails = 0 /\ offerFails = 0
+    /\ win = <<>> /\ shut = {} /\ down = <<>> /\ pend = <<>> /\ used = {} /\ stopped = {}
     /\ Init
 
 \* The next line's command number (K) and worker (WkOf) are bound once per state: TLC
 \* evaluates a definition again at each use inside an action, and both walk the deliveries.
 TraceNext ==
     /\ l < Lines
-    /\ \E k \in {K} : \E wk \in {WkOf(k)} : LoggedStep(k, wk) \/ Hidden(k, wk)
+    /\ IF E.op \in FaultOps \cup {"stop"} THEN LineStep
+       ELSE \E k \in {K} : \E wk \in {WkOf(k)} : LoggedStep(k, wk) \/ Hidden(k, wk)
 
 =============================================================================

@@ -45,37 +45,41 @@
 (*   Stall / Unstall             Pause(c) / Resume(c): a hand-off or a     *)
 (*                               leaked record would reach VT; resumed at  *)
 (*                               c's next line                             *)
-(*   CrashStep                   Crash(c): an entry of c would reach VT    *)
-(*   CloseStep                   Close(c), only where closing stops the    *)
-(*                               heartbeat (close_waits_for_handlers off)  *)
 (*                                                                         *)
-(* Every hidden fault is paid for.  The header's `faults` says how many   *)
-(* of each kind the run injected (crash, pause, heartbeat_lag, close,     *)
-(* reject, ack_fail; a kind left out is 0) and the spec takes at most     *)
-(* that many (`spent`): one heartbeat_lag per lease that lapsed under a   *)
-(* late heartbeat (HeartbeatLag is per entry), one crash or close per     *)
-(* node, one pause per stall, and the logged faults too: a `rejected`     *)
-(* invoke_start and a `failed` ack past their budget are rejected at      *)
-(* their line, naming faults.reject / faults.ack_fail.  Without them a    *)
-(* dead heartbeat, a renewal that stops at max_processing_ms or a close   *)
-(* that does not wait would all pass as a holder that stalled.            *)
+(* No hidden fault is free: each needs a fault line, a line the run       *)
+(* logged where the fault happened, by the node it hit, and it excuses    *)
+(* only what happens inside its window.                                   *)
+(*   heartbeat_lag, pause   a window: `start` ... `end` (injected by a    *)
+(*                          simulation or a test), or `observed` (measured *)
+(*                          by the node itself: its heartbeat woke, or a   *)
+(*                          renewal returned, args.since..now late); a    *)
+(*                          lapse of an entry c holds is excused only at a *)
+(*                          time inside one of c's windows (a pause also  *)
+(*                          stalls c's hand-offs); an injected window      *)
+(*                          shows no renewal by c (HeartbeatLagged), an    *)
+(*                          observed one at most one round of them         *)
+(*   crash, close           Crash(c) / Close(c) at the line; a close      *)
+(*                          stops renewals only where                      *)
+(*                          close_waits_for_handlers is off                *)
+(*   reject, ack_fail       an injected (or observed) executor rejection   *)
+(*                          or failed ack: the next `rejected`            *)
+(*                          invoke_start / `failed` ack of the node takes  *)
+(*                          it; one that finds none is rejected there      *)
+(*   offer_fail             the producer's offer failed: nothing in the    *)
+(*                          stream (the command view's business)           *)
+(* A `stop` line is no fault: the consumer's end, with the permits it     *)
+(* still holds (args.permits_in_use), which must be the spec's.           *)
+(* The fault lines a hidden step needed are kept (`used`): the acceptance *)
+(* names them (accepted, excused by heartbeat_lag at line 23).            *)
 (*                                                                         *)
-(* A wall-clock trace (settings.wall_clock: a real server, where a        *)
-(* process may stall with nothing injected) may also lag or stall where   *)
-(* its own clock shows it: the node has logged no line for at least       *)
-(* VT - HB (Silent), the least a stall must last for an entry that the    *)
-(* heartbeat renewed every HB to reach VT (HB is the header's             *)
-(* heartbeat_ms, at most VT/3 here, so that a header claiming a long      *)
-(* period cannot shorten the silence).  A heartbeat thread that falls     *)
-(* behind while its node goes on logging is not excused: a trace cannot   *)
-(* tell it from a heartbeat that stopped, and the design's timing         *)
-(* assumption is that it keeps up.  A node whose only work is one long    *)
-(* call logs nothing while it runs, so there a dead heartbeat reads as a  *)
-(* stall: the limit of what a wall-clock trace shows.                     *)
-(*                                                                         *)
-(* A jump that would take a protected entry to VT with no fault left to   *)
-(* pay for it is rejected at that line, naming RenewedWithinVT: the       *)
+(* A jump that would take a protected entry to VT with no fault line to   *)
+(* excuse it is rejected at that line, naming RenewedWithinVT: the        *)
 (* entry, its holder, and how idle it would be.                           *)
+(*                                                                         *)
+(* At the last line of a trace whose header says `drained` (the stream    *)
+(* was empty at export): every entry acked (EveryEntryAcked), and every   *)
+(* consumer that polled and did not crash stopped with no permit held     *)
+(* (EveryPermitReturned).                                                 *)
 (*                                                                         *)
 (* Besides the protocol, a trace must keep NoOverlappingInvocations: a    *)
 (* line after which two consumers both hold the entry's lease (running,   *)
@@ -95,33 +99,26 @@ CONSTANT ClockSlack
 \* finite trace can show only at an end that the run says is one).
 CONSTANT Drained
 
-\* The header's faults: how many of each hidden fault the run injected (0 when left out).
-CONSTANTS CrashBudget, PauseBudget, LagBudget, CloseBudget, RejectBudget, AckFailBudget
-
-\* The header's wall_clock (a real server's times) and heartbeat_ms.
-CONSTANTS WallClock, HeartbeatMs
-
-\* Each of ClockSlack, Drained, the budgets, WallClock and HeartbeatMs holds one value per trace
-\* of the batch (per_trace in the system file: settings and counts differ from run to run, and
-\* as constants they would split the batches or need an instance per trace): trace t's is
-\* CrashBudget[t], and so on.
-ASSUME \A i \in DOMAIN HeartbeatMs : HeartbeatMs[i] \in Nat
-
 VARIABLES
     t,      \* which trace of the batch
     l,      \* how many of its lines are explained
     clock,  \* ms since the trace's first line
-    ids,    \* the stream ids seen so far; an entry's number is its index here
-    spent,  \* the faults taken so far, by the header's kind
-    lastAt  \* [Consumers -> ms]: when each node logged its last line (0 before its first)
+    ids     \* the stream ids seen so far; an entry's number is its index here
+
+\* What the fault lines have said so far.
+VARIABLES
+    win,       \* [Consumers -> [Windows -> Nat]]: the line that opened c's window (0: closed)
+    pend,      \* [Consumers -> [Pended -> Nat]]: injected faults logged, not yet taken
+    used,      \* the fault lines a hidden step needed (their line numbers)
+    stopped,   \* the consumers that logged their stop
+    polled     \* the consumers that were delivered an entry
+faultVars == <<win, pend, used, stopped, polled>>
+
+Windows == {"heartbeat_lag", "pause"}
+Pended == {"reject", "ack_fail"}
+FaultOps == Windows \cup Pended \cup {"crash", "close", "offer_fail"}
 
 traceVars == <<t, l, clock, ids>>
-
-Budget == [crash |-> CrashBudget[t], pause |-> PauseBudget[t], heartbeat_lag |-> LagBudget[t],
-           close |-> CloseBudget[t], reject |-> RejectBudget[t], ack_fail |-> AckFailBudget[t]]
-
-\* Take one fault of kind k, if the run injected one more.
-Pay(k) == spent[k] < Budget[k] /\ spent' = [spent EXCEPT ![k] = @ + 1]
 
 E == Traces[t][l + 1]                   \* the next line to explain
 Lines == Len(Traces[t])
@@ -168,8 +165,9 @@ IdleRead(x) ==
     THEN <<SpecIdleRead(x), SpecIdleRead(x)>>
     ELSE <<SpecIdleRead(x), LoggedIdleRead>>
 
-\* The next line is an `op` committed now, on an entry the model has room for.
-Logged(op) == /\ l < Lines /\ E.op = op /\ E.now = clock /\ X \in Entries
+\* The next line is an `op` committed now, by a consumer that has not stopped, on an entry the
+\* model has room for.
+Logged(op) == /\ l < Lines /\ E.op = op /\ E.now = clock /\ E.node \notin stopped /\ X \in Entries
 
 \* No two consumers hold entry x's lease after the step (Holds after it, written out: priming
 \* Holds(c, x) would prime x too, and x reads the trace at the cursor).
@@ -177,31 +175,45 @@ HoldsAfter(c, x) == x \in active'[c] /\ x \notin lagging'[c] /\ x \notin lost'[c
 \* (Counted, not compared pairwise: one pass over the consumers.)
 OneHolder(x) == Cardinality({c \in Consumers : HoldsAfter(c, x)}) <= 1
 
-\* A logged fault (a rejected invoke_start, a failed ack) is paid for like a hidden one; past its
-\* budget the line is rejected naming faults.<kind>: <<budget, the count this line would make>>.
-PayLogged(k) ==
-    IF spent[k] < Budget[k] THEN spent' = [spent EXCEPT ![k] = @ + 1]
-    ELSE Match(t, l + 1, ("faults." \o k) :> <<Budget[k], spent[k] + 1>>)
-SpendLogged(outcome) ==
-    CASE E.op = "invoke_start" /\ outcome = "rejected" /\ E.outcome = "rejected" -> PayLogged("reject")
-      [] E.op = "ack" /\ outcome = "failed" /\ E.outcome = "failed"              -> PayLogged("ack_fail")
-      [] OTHER                                                                  -> UNCHANGED spent
+\* A rejected invoke_start or a failed ack is a fault: it takes the injected (or observed)
+\* fault its node logged before it (a `reject` or `ack_fail` line); with none pending, the
+\* line is rejected naming it: <<the faults of that kind the node logged and had not used, 1>>.
+TakePended(k) ==
+    /\ Match(t, l + 1, ("fault_line." \o k) :> <<Min(pend[E.node][k], 1), 1>>)
+    /\ pend' = [pend EXCEPT ![E.node][k] = @ - 1]
+TakeLogged(outcome) ==
+    CASE E.op = "invoke_start" /\ outcome = "rejected" /\ E.outcome = "rejected" -> TakePended("reject")
+      [] E.op = "ack" /\ outcome = "failed" /\ E.outcome = "failed"              -> TakePended("ack_fail")
+      [] OTHER                                                                  -> UNCHANGED pend
+
+\* The consumers that polled, did not crash, and have not stopped with every permit back: at
+\* the end of a drained run there must be none (EveryPermitReturned; a consumer that leaked a
+\* permit logs it at its stop, and one that never stopped shows nothing of its permits).
+PermitsOut == {c \in polled' : mode'[c] # "crashed" /\ (c \notin stopped' \/ permits'[c] # {})}
+
+\* The line is explained: the cursor moves on and, at the last line of a drained trace, the
+\* work is done (every entry acked, every permit back).  Consumed last, so that it prints only
+\* on success; it names the fault lines the behaviour needed.
+Advance ==
+    /\ l' = l + 1 /\ UNCHANGED <<t, clock>>
+    /\ (Drained[t] /\ l + 1 = Lines) =>
+          Match(t, l + 1, [EveryEntryAcked |-> <<{ids'[i] : i \in {i \in DOMAIN ids' : status'[i] # "gone"}}, {}>>,
+                           EveryPermitReturned |-> <<PermitsOut, {}>>])
+    /\ ConsumedExcused(t, l + 1, Lines, used')
 
 \* The logged outcome, the idle read `read` (IdleRead) and the PEL record after the step agree
-\* with the spec, the lease has one holder, and the line is explained.  Consumed last, so that
-\* it prints only on success.
+\* with the spec, the lease has one holder, and the line is explained.
 ExplainsRead(x, outcome, read) ==
-    /\ l' = l + 1 /\ UNCHANGED <<t, clock>> /\ Bind
-    /\ lastAt' = [lastAt EXCEPT ![E.node] = E.now]
-    /\ SpendLogged(outcome)
+    /\ Bind
+    /\ TakeLogged(outcome)
+    /\ polled' = IF E.op \in {"receive_new", "reclaim"} THEN polled \cup {E.node} ELSE polled
+    /\ UNCHANGED <<win, used, stopped>>
     /\ Match(t, l + 1, [outcome |-> <<outcome, E.outcome>>,
                         idle_read |-> read,
                         entry |-> <<PelView(x), LoggedPel>>,
                         idle |-> <<SpecIdle(x), IdleSeen(x)>>,
                         NoOverlappingInvocations |-> <<~OneHolder(x), FALSE>>])
-    /\ (Drained[t] /\ l + 1 = Lines) =>
-          Match(t, l + 1, [EveryEntryAcked |-> <<{ids'[i] : i \in {i \in DOMAIN ids' : status'[i] # "gone"}}, {}>>])
-    /\ Consumed(t, l + 1, Lines)
+    /\ Advance
 
 \* A step that reads nothing before writing.
 Explains(x, outcome) == ExplainsRead(x, outcome, <<Nil, Nil>>)
@@ -215,8 +227,17 @@ IsOffer ==
         /\ Offer(x)
         /\ Explains(x, "added")
 
+\* A poll while c's pause window is open: its poller was stopped (never enabled: says why).
+PolledInPause ==
+    /\ l < Lines /\ E.op \in {"receive_new", "reclaim"} /\ E.node \in Consumers
+    /\ win[E.node]["pause"] # 0
+    /\ Match(t, l + 1, [Paused |-> <<"a poll by " \o E.node \o " in its pause from line "
+                                       \o ToString(win[E.node]["pause"]), "no poll in a pause">>])
+    /\ FALSE
+
 IsReceiveNew ==
     /\ Logged("receive_new")
+    /\ win[E.node]["pause"] = 0
     /\ \E x \in {X} :
         /\ ReceiveNew(E.node, x)
         /\ Explains(x, "delivered")
@@ -237,6 +258,7 @@ ReclaimOnServerStamp(c, e) ==
 
 IsReclaim ==
     /\ Logged("reclaim")
+    /\ win[E.node]["pause"] = 0
     /\ \E x \in {X} :
         /\ Reclaim(E.node, x) \/ ReclaimOnServerStamp(E.node, x)
         /\ Explains(x, "claimed")
@@ -259,8 +281,21 @@ IsInvokeEnd ==
         /\ InvokeEnd(E.node, x, E.args.result)
         /\ Explains(x, "ended")
 
+\* A renewal by c's heartbeat inside one of c's injected windows: the heartbeat said to lag (or
+\* the process said to pause) ran (never enabled: says why). An injected window that shows no
+\* lateness is a recorder that logs faults it did not make.
+RenewedInWindow ==
+    /\ l < Lines /\ E.op = "renew" /\ E.node \in Consumers
+    /\ \E k \in Windows :
+          /\ win[E.node][k] # 0
+          /\ Match(t, l + 1, [HeartbeatLagged |->
+                 <<"a renewal by " \o E.node \o " in its " \o k \o " from line " \o ToString(win[E.node][k]),
+                   "no renewal while its heartbeat lags">>])
+    /\ FALSE
+
 IsRenew ==
     /\ Logged("renew")
+    /\ \A k \in Windows : win[E.node][k] = 0
     /\ \E x \in {X} :
         /\ Renew(E.node, x)
         /\ ExplainsRead(x, IF x \in lost'[E.node] THEN "refused" ELSE "renewed", IdleRead(x))
@@ -280,13 +315,86 @@ IsRelease ==
 
 \* Never enabled: a line on an entry past the model's Entries only says why it is rejected.
 EntryPastModel ==
-    /\ l < Lines /\ X \notin Entries
+    /\ l < Lines /\ E.op \notin FaultOps \cup {"stop"} /\ X \notin Entries
     /\ Match(t, l + 1, [entries_in_model |-> <<Cardinality(Entries), X>>])
     /\ FALSE
 
+-----------------------------------------------------------------------------
+(* Fault lines and stops: lines no store step wrote, by a consumer.       *)
+
+\* A fault line of kind k committed now by a consumer that has not stopped.
+FaultLine(k) == /\ l < Lines /\ E.op = k /\ E.now = clock /\ E.node \in Consumers
+                /\ E.node \notin stopped
+NoEntry == UNCHANGED <<ids, polled, used, stopped>>
+KeepQueue == UNCHANGED <<storeVars, consumerVars, faults>>
+
+\* A window opens (injected: a simulation or a test makes the heartbeat lag, or the process
+\* pause) or closes; one open twice, or closed unopened, is rejected naming fault_window.
+IsWindow ==
+    \E k \in Windows :
+        /\ FaultLine(k) /\ E.outcome \in {"start", "end"}
+        /\ Match(t, l + 1, [fault_window |-> <<IF win[E.node][k] = 0 THEN "closed" ELSE "open",
+                                                IF E.outcome = "start" THEN "closed" ELSE "open">>])
+        /\ win' = [win EXCEPT ![E.node][k] = IF E.outcome = "start" THEN l + 1 ELSE 0]
+        /\ UNCHANGED pend /\ NoEntry /\ KeepQueue
+        /\ Advance
+
+\* c's renewals at times in (since, now]: one round of its heartbeat renews each entry once.
+RenewedIn(c, since, until) ==
+    {j \in 1..l : /\ Traces[t][j].op = "renew" /\ Traces[t][j].node = c
+                  /\ since < Traces[t][j].now /\ Traces[t][j].now <= until}
+\* An observed window (the node measured it: its heartbeat woke, or a renewal returned, late
+\* since args.since): it spans at most one round of renewals, else its lateness is not real
+\* (HeartbeatLagged).
+IsObserved ==
+    \E k \in Windows :
+        /\ FaultLine(k) /\ E.outcome = "observed"
+        /\ E.args.since <= E.now
+        /\ LET mine == RenewedIn(E.node, E.args.since + ClockSlack[t], E.now)
+           IN Match(t, l + 1, [HeartbeatLagged |->
+                  <<Cardinality({Traces[t][j].entry : j \in mine}) < Cardinality(mine), FALSE>>])
+        /\ UNCHANGED <<win, pend>> /\ NoEntry /\ KeepQueue
+        /\ Advance
+
+IsCrash ==
+    /\ FaultLine("crash")
+    /\ Crash(E.node)
+    /\ UNCHANGED <<polls, win, pend>> /\ NoEntry
+    /\ Advance
+
+IsClose ==
+    /\ FaultLine("close")
+    /\ Close(E.node)
+    /\ UNCHANGED <<polls, win, pend>> /\ NoEntry
+    /\ Advance
+
+\* An injected (or observed) rejection or failed ack, for the node's next line of it to take.
+IsPended ==
+    \E k \in Pended :
+        /\ FaultLine(k)
+        /\ pend' = [pend EXCEPT ![E.node][k] = @ + 1]
+        /\ UNCHANGED win /\ NoEntry /\ KeepQueue
+        /\ Advance
+
+\* The producer's offer failed: nothing reached the stream.
+IsOfferFail ==
+    /\ FaultLine("offer_fail")
+    /\ UNCHANGED <<win, pend>> /\ NoEntry /\ KeepQueue
+    /\ Advance
+
+\* A consumer's stop: it logs the permits it still holds (args.permits_in_use), which must be
+\* the spec's (EveryPermitReturned: <<logged, the spec's>>); it logs nothing after it.
+IsStop ==
+    /\ FaultLine("stop") /\ mode[E.node] # "crashed"
+    /\ Match(t, l + 1, [EveryPermitReturned |-> <<E.args.permits_in_use, Cardinality(permits[E.node])>>])
+    /\ stopped' = stopped \cup {E.node}
+    /\ UNCHANGED <<ids, polled, used, win, pend>> /\ KeepQueue
+    /\ Advance
+
 LoggedStep ==
     \/ IsOffer \/ IsReceiveNew \/ IsReclaim \/ IsInvokeStart \/ IsInvokeEnd
-    \/ IsRenew \/ IsAck \/ IsRelease \/ EntryPastModel
+    \/ IsRenew \/ IsAck \/ IsRelease \/ EntryPastModel \/ PolledInPause \/ RenewedInWindow
+    \/ IsWindow \/ IsObserved \/ IsCrash \/ IsClose \/ IsPended \/ IsOfferFail \/ IsStop
 
 -----------------------------------------------------------------------------
 (* Hidden steps.                                                           *)
@@ -311,100 +419,88 @@ TraceTick ==
                           IF e \in active[c] THEN Min(elapsed[c][e] + Gap, MaxProc) ELSE 0]]
     /\ clock' = E.now
     /\ UNCHANGED <<status, owner, deliveries, mode, inbox, active, permits, toAck, toRelease,
-                   lagging, stalled, leaked, lost, checked, faults, t, l, ids, spent, lastAt>>
+                   lagging, stalled, leaked, lost, checked, faults, t, l, ids, faultVars>>
 
-\* In a wall-clock trace, c has logged nothing from its last line to the next line's time for as
-\* long as a stall must last to let an entry it renews every HB reach VT (see the header).
-Silent(c) == WallClock[t] /\ E.now - lastAt[c] >= VT - Min(HeartbeatMs[t], VT \div 3)
+\* When entry e reaches VT in the jump: the lapse a fault line must excuse happens then.
+LapseAt(e) == clock + (VT - idle[e])
 
-\* A lag or stall of c: paid from kind k's budget, or free where the trace's clock shows it.
-PayOrSilent(c, k) == IF Silent(c) THEN UNCHANGED spent ELSE Pay(k)
+\* The fault line of c that excuses a lapse at time x, 0 for none: an open window of kind k in
+\* `kinds` that opened no later than x, or an observed one of c logged later whose window holds x.
+ObservedAt(c, kinds, x) ==
+    {j \in (l + 1)..Lines : /\ Traces[t][j].op \in kinds /\ Traces[t][j].node = c
+                            /\ Traces[t][j].outcome = "observed"
+                            /\ Traces[t][j].args.since <= x + ClockSlack[t] /\ x <= Traces[t][j].now}
+OpenAt(c, kinds, x) == {win[c][k] : k \in {k \in kinds : win[c][k] # 0 /\ Traces[t][win[c][k]].now <= x}}
+Excuse(c, kinds, x) ==
+    LET lines == OpenAt(c, kinds, x) \cup ObservedAt(c, kinds, x)
+    IN IF lines = {} THEN 0 ELSE CHOOSE j \in lines : \A i \in lines : j <= i
 
 \* Entry e of c would reach VT in the jump (c holds it, or it waits in c's hand-off).
 OverdueAt(c, e) == Overdue(e) /\ (e \in inbox[c] \/ (e \in Renewing(c) /\ owner[e] = c))
-\* Some entry of c would (only c's hand-offs and renewed records need looking at).
-OverdueOf(c) == \E e \in inbox[c] \cup Renewing(c) : OverdueAt(c, e)
 
-\* A held invocation's heartbeat runs late, when the jump needs it.
+\* A held invocation's heartbeat runs late, when the jump needs it: inside one of c's windows.
 LateHeartbeat ==
     /\ l < Lines /\ Gap > 0
     /\ \E c \in Consumers : \E e \in active[c] :
           /\ Overdue(e) /\ owner[e] = c
-          /\ HeartbeatLag(c, e)
-          /\ PayOrSilent(c, "heartbeat_lag")
-    /\ UNCHANGED <<traceVars, lastAt>>
+          /\ \E j \in {Excuse(c, Windows, LapseAt(e))} :
+                /\ j # 0
+                /\ HeartbeatLag(c, e)
+                /\ used' = used \cup {j}
+    /\ UNCHANGED <<traceVars, win, pend, stopped, polled>>
 
-\* c stalls, when the jump needs it for a hand-off or a leaked record that no heartbeat lag
-\* covers (HeartbeatLag applies to running calls only).
+\* c stalls, when the jump needs it for a hand-off (inside a pause window of c: its poller and
+\* executor stopped) or a leaked record (inside any window of c: its heartbeat renews those).
+StallKinds(c, e) == IF e \in inbox[c] THEN {"pause"} ELSE Windows
 Stall ==
     /\ l < Lines /\ Gap > 0
-    /\ \E c \in Consumers :
-          /\ \E e \in inbox[c] \cup leaked[c] : OverdueAt(c, e)
-          /\ Pause(c)
-          /\ PayOrSilent(c, "pause")
-    /\ UNCHANGED <<traceVars, lastAt>>
+    /\ \E c \in Consumers : \E e \in inbox[c] \cup leaked[c] :
+          /\ OverdueAt(c, e)
+          /\ \E j \in {Excuse(c, StallKinds(c, e), LapseAt(e))} :
+                /\ j # 0
+                /\ Pause(c)
+                /\ used' = used \cup {j}
+    /\ UNCHANGED <<traceVars, win, pend, stopped, polled>>
 
 \* A stalled consumer goes on at its next line.
 Unstall ==
     /\ l < Lines /\ E.node \in Consumers
     /\ Resume(E.node)
-    /\ UNCHANGED <<traceVars, spent, lastAt>>
+    /\ UNCHANGED <<traceVars, faultVars>>
 
-\* c logs no line after the next one's position: only such a node may have crashed.
-Done(c) == \A j \in (l + 1)..Lines : Traces[t][j].node # c
-
-\* c crashed (its lines stop, its entries lapse), when the jump needs it; one crash per node.
-CrashStep ==
-    /\ l < Lines /\ Gap > 0
-    /\ \E c \in Consumers :
-          /\ OverdueOf(c) /\ Done(c)
-          /\ Crash(c)
-          /\ Pay("crash")
-    /\ UNCHANGED <<traceVars, lastAt>>
-
-\* c closed and, without close_waits_for_handlers, stopped renewing its running calls: taken
-\* only then, when the jump needs it (a close that waits keeps every lease fresh, so it
-\* explains no lapse and is left out).
-CloseStep ==
-    /\ l < Lines /\ Gap > 0 /\ ~CloseWaitsForHandlers
-    /\ \E c \in Consumers :
-          /\ OverdueOf(c)
-          /\ Close(c)
-          /\ Pay("close")
-    /\ UNCHANGED <<traceVars, lastAt>>
-
-\* Never enabled: a jump that would take a protected entry to VT, with no fault left that could
-\* lift the timing assumption, says why it is rejected (RenewedWithinVT: the entry and its
-\* holder, how idle the jump would make it, and the most idle it may get; a property's pair is
-\* <<after the step, allowed>>, as NoOverlappingInvocations').
-CanExcuse(c) ==
-    \/ Silent(c)
-    \/ \E k \in {"heartbeat_lag", "pause"} : spent[k] < Budget[k]
-    \/ Done(c) /\ spent["crash"] < Budget["crash"]
-    \/ ~CloseWaitsForHandlers /\ spent["close"] < Budget["close"]
-LapseUnpaid ==
+\* Never enabled: a jump that would take a protected entry to VT, with no fault line of its
+\* holder whose window holds that time, says why it is rejected (RenewedWithinVT: the entry and
+\* its holder, how idle the jump would make it, and the most idle it may get; a property's pair
+\* is <<after the step, allowed>>, as NoOverlappingInvocations').
+Unexcused(c, e) ==
+    IF e \in active[c] THEN Excuse(c, Windows, LapseAt(e)) = 0
+    ELSE Excuse(c, StallKinds(c, e), LapseAt(e)) = 0
+LapseUnexcused ==
     /\ l < Lines /\ Gap > 0
     /\ \E c \in Consumers : \E e \in inbox[c] \cup Renewing(c) :
-          /\ OverdueAt(c, e) /\ ~CanExcuse(c)
+          /\ OverdueAt(c, e) /\ Unexcused(c, e)
           /\ Match(t, l + 1, [RenewedWithinVT |->
                  <<[entry |-> ids[e], holder |-> c, idle_ms |-> Min(idle[e] + Gap, VT)],
                    [entry |-> ids[e], holder |-> c, idle_ms |-> VT - 1]>>])
     /\ FALSE
 
 \* Time passing before the next line: the jump itself where no protected entry would reach VT,
-\* else a fault that lifts the timing assumption (or the line's rejection, LapseUnpaid). Each
+\* else a fault that lifts the timing assumption (or the line's rejection, LapseUnexcused). Each
 \* fault needs an Overdue entry and the jump none: asked once, so that the faults are looked
 \* at only where some entry is overdue (rarely), not at every line.
 Jump == l < Lines /\ Gap > 0 /\ IF NoneOverdue THEN TraceTick
-                                 ELSE LateHeartbeat \/ Stall \/ CrashStep \/ CloseStep \/ LapseUnpaid
+                                 ELSE LateHeartbeat \/ Stall \/ LapseUnexcused
 
 Hidden == Jump \/ Unstall
 
 -----------------------------------------------------------------------------
 TraceInit ==
     /\ t \in 1..Len(Traces) /\ l = 0 /\ clock = 0 /\ ids = <<>>
-    /\ spent = [k \in DOMAIN Budget |-> 0]
-    /\ lastAt = [c \in Consumers |-> 0]
+    /\ win = [c \in Consumers |-> [k \in Windows |-> 0]]
+    /\ pend = [c \in Consumers |-> [k \in Pended |-> 0]]
+    /\ used = {}
+    /\ stopped = {}
+    /\ polled = {}
     \* A node the header names as NoOne (the owner of an entry nobody holds) would pass for
     \* nobody: its trace is rejected at its first line. (WorkQueue's ASSUME says so of the
     \* models' ConsumerIds; each trace's Consumers is given per trace.)

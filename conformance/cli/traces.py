@@ -72,6 +72,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                        help="a skipped trace fails the check (for trace sets that should have none)")
     check.add_argument("--skip-ok", action="append", default=[], metavar="GLOB",
                        help="with --fail-on-skip, skips of traces whose path matches GLOB are allowed (repeatable)")
+    check.add_argument("--no-faults", action="store_true",
+                       help="the run injected no fault: a trace with a fault line (a crash, a lag, a lapse, ...) is "
+                            "rejected there, instead of the hidden steps the line would excuse")
     check.add_argument("--tlc-heap", type=int, default=TRACE_HEAP_MB, metavar="MB",
                        help=f"TLC's Java heap per trace batch (default {TRACE_HEAP_MB} MiB)")
     _limit_options(check)
@@ -203,7 +206,7 @@ def run_check(args: argparse.Namespace) -> int:
             print(f"self-test: {corpus.checked} known traces got their known verdicts")
 
     with _progress("trace batches") as p:
-        verdicts = check_traces(items, systems, tlc, keep_dir=args.keep, **opts, **p)
+        verdicts = check_traces(items, systems, tlc, keep_dir=args.keep, no_faults=args.no_faults, **opts, **p)
     out["traces"] = [verdict_json(v) for v in verdicts]
     out["summary"] = summary_line(verdicts)
     failed |= any(v.kind in (TraceKind.REJECTED, TraceKind.MALFORMED, TraceKind.INCONCLUSIVE) for v in verdicts)
@@ -213,7 +216,7 @@ def run_check(args: argparse.Namespace) -> int:
     if not args.json:
         for v in verdicts:
             # Every skip is listed with its reason: a skip is never a quiet pass.
-            if args.verbose or v.kind is not TraceKind.ACCEPTED:
+            if args.verbose or v.kind is not TraceKind.ACCEPTED or v.excused:
                 print(f"{v.kind.value.upper():12} {v.source}: {v.describe()}")
         print(out["summary"])
         if bad_skips:

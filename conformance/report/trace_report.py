@@ -60,4 +60,5 @@ def verdict_json(v: TraceVerdict) -> dict[str, Any]:
     return {
         "trace": v.source, "verdict": v.kind.value, "reason": v.reason, "line": v.line, "op": v.op, "node": v.node,
         "explained": v.explained, "diffs": [{"field": d.field, "spec": d.expected, "trace": d.logged} for d in v.diffs],
+        "excused_by": [{"line": x.line, "fault": x.op, "node": x.node} for x in v.excused],
     }

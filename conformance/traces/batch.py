@@ -20,7 +20,7 @@ import shutil
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ from conformance.traces.printer import printer_classes
 from conformance.traces.reader import MODULE as READER_MODULE, VALUES_FILE, reader_for
 from conformance.traces.system import System, constants_for, per_trace
 from conformance.traces.to_tla import literal_of, tla_value
-from conformance.traces.trace import Diff, Trace, TraceKind, TraceVerdict
+from conformance.traces.trace import Diff, Trace, TraceKind, TraceVerdict, excuses
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +114,9 @@ class Prints:
     explained: dict[int, int]
     accepted: frozenset[int]
     diffs: dict[tuple[int, int], list[Diff]]
+    # For an accepted trace whose spec keeps the fault lines it used (ConsumedExcused): the
+    # fewest that any accepting behaviour needed (empty: one needed none).
+    excused: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
 
 # TLC's heap for a trace batch, in MiB: a huge batch ends in an out-of-memory error (then the
@@ -327,18 +330,22 @@ def printed_texts(output: str) -> Iterator[str]:
 
 _NOT_A_VALUE = object()
 _EXPLAINED = re.compile(r'<<"L", (-?\d+), (-?\d+)>>')
-_ACCEPT = re.compile(r'<<"ACCEPT", (-?\d+)>>')
+_ACCEPT = re.compile(r'<<"ACCEPT", (-?\d+)(?:, \{((?:-?\d+(?:, )?)*)\})?>>')
 _DIFF_AT = re.compile(r'<<\s*"DIFF",\s*(-?\d+),\s*(-?\d+),')
 
 
-def _bookkeeping(text: str) -> tuple[str, int] | tuple[str, int, int] | None:
+def _bookkeeping(text: str) -> tuple[Any, ...] | None:
     """An L or ACCEPT line as TLC prints it (tla/TraceCheck.tla), read without the parser; None
-    for any other text."""
+    for any other text. An ACCEPT carries the fault lines its behaviour used (AcceptExcused), or
+    None where the spec does not keep them (Accept)."""
     m = _EXPLAINED.fullmatch(text)
     if m is not None:
         return ("L", int(m[1]), int(m[2]))
     m = _ACCEPT.fullmatch(text)
-    return ("ACCEPT", int(m[1])) if m is not None else None
+    if m is None:
+        return None
+    used = None if m[2] is None else tuple(sorted(int(x) for x in m[2].split(", ") if x))
+    return ("ACCEPT", int(m[1]), used)
 
 
 def _printed(text: str) -> object:
@@ -359,6 +366,7 @@ def read_prints(output: str) -> Prints:
     (parsing them all was most of the time spent reading a batch's output)."""
     explained: dict[int, int] = {}
     accepted: set[int] = set()
+    excused: dict[int, tuple[int, ...]] = {}
     diff_texts: dict[tuple[int, int] | None, set[str]] = defaultdict(set)
     for text in printed_texts(output):
         short = _bookkeeping(text)
@@ -367,6 +375,9 @@ def read_prints(output: str) -> Prints:
                 explained[short[1]] = max(explained.get(short[1], 0), short[2])
             else:
                 accepted.add(short[1])
+                used = short[2]
+                if used is not None and (short[1] not in excused or (len(used), used) < (len(excused[short[1]]), excused[short[1]])):
+                    excused[short[1]] = used
             continue
         at = _DIFF_AT.match(text)
         diff_texts[(int(at[1]), int(at[2])) if at else None].add(text)
@@ -391,7 +402,7 @@ def read_prints(output: str) -> Prints:
         for rec in sorted(recs, key=lambda r: sorted((d.field, str(d.expected), str(d.logged)) for d in r)):
             out.extend(d for d in rec if d not in out)
         diffs[key] = out
-    return Prints(explained, frozenset(accepted), diffs)
+    return Prints(explained, frozenset(accepted), diffs, excused)
 
 
 def verdicts_from_prints(batch: Batch, prints: Prints) -> list[TraceVerdict]:
@@ -400,7 +411,8 @@ def verdicts_from_prints(batch: Batch, prints: Prints) -> list[TraceVerdict]:
     for i, trace in enumerate(batch.traces, start=1):
         n = len(trace.events)
         if i in prints.accepted and prints.explained.get(i) == n:
-            out.append(TraceVerdict(trace.source, TraceKind.ACCEPTED, explained=n))
+            out.append(TraceVerdict(trace.source, TraceKind.ACCEPTED, explained=n,
+                                    excused=excuses(trace, prints.excused.get(i, ()))))
             continue
         done = prints.explained.get(i, 0)
         event = trace.events[done] if done < n else trace.events[-1]

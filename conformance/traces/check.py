@@ -14,7 +14,7 @@ from conformance.errors import JavaNotFound, LeaseproofError
 from conformance.output.verdict import Verdict
 from conformance.traces.batch import TRACE_HEAP_MB, Batch, check_batch, constant_text, group
 from conformance.traces.read import read_trace_file
-from conformance.traces.system import System, constants_for, out_of_scope, unknown, unknown_op
+from conformance.traces.system import System, constants_for, fault_claims, fault_lines, out_of_scope, unknown, unknown_op
 from conformance.traces.to_tla import TraceEncodeError, literal_of
 from conformance.traces.trace import Trace, TraceKind, TraceVerdict
 
@@ -31,8 +31,9 @@ class Sorted:
     decided: dict[str, TraceVerdict]
 
 
-def triage(items: list[Trace | TraceVerdict], systems: dict[str, System]) -> Sorted:
-    """Pure: which traces go to TLC, and which are malformed or skipped (with why)."""
+def triage(items: list[Trace | TraceVerdict], systems: dict[str, System], no_faults: bool = False) -> Sorted:
+    """Pure: which traces go to TLC, and which are malformed, skipped or (with `no_faults`, for a
+    run that injects none) rejected at their first fault line (with why)."""
     ready: dict[str, list[Trace]] = {}
     decided: dict[str, TraceVerdict] = {}
     for item in items:
@@ -54,9 +55,17 @@ def triage(items: list[Trace | TraceVerdict], systems: dict[str, System]) -> Sor
         if why:
             decided[item.source] = TraceVerdict(item.source, TraceKind.SKIPPED, reason=why)
             continue
-        why = unknown_op(system, item)
+        why = unknown_op(system, item) or fault_claims(system, item)
         if why:
             decided[item.source] = TraceVerdict(item.source, TraceKind.MALFORMED, reason=why)
+            continue
+        faults = fault_lines(system, item) if no_faults else []
+        if faults:
+            first = faults[0]
+            decided[item.source] = TraceVerdict(
+                item.source, TraceKind.REJECTED, line=int(first["seq"]), op=str(first["op"]), node=str(first["node"]),
+                explained=int(first["seq"]) - 1,
+                reason=f"a fault line ({first['op']}, {first.get('outcome')}), and --no-faults says this run injects none")
             continue
         try:
             for name, value in constants_for(system, item).items():
@@ -84,14 +93,16 @@ def check_traces(
     heap_mb: int = TRACE_HEAP_MB,
     on_plan: Callable[[int], None] | None = None,
     on_batch: Callable[[Batch], None] | None = None,
+    no_faults: bool = False,
 ) -> list[TraceVerdict]:
     """A verdict for every item (a read trace, or the verdict its reading already gave).
 
     Up to `jobs` TLC runs at once (default: `default_jobs`), each with `workers` TLC workers
     (default: the cores left to it). For progress, `on_plan` hears how many batches there are
-    and `on_batch` each batch whose verdicts are in, as it ends.
+    and `on_batch` each batch whose verdicts are in, as it ends. With `no_faults` (a run that
+    injected none), a trace with a fault line is rejected there.
     """
-    s = triage(items, systems)
+    s = triage(items, systems, no_faults)
     verdicts = dict(s.decided)
     batches = [b for name, traces in s.ready.items() for b in group(traces, systems[name], batch_size)]
     # Longest first (by events), so that the last run to start is a short one: with the longest

@@ -66,6 +66,7 @@ def load_system(path: Path, tla_dir: Path) -> System:
     for name, need in data.get("coverage", {}).items():
         named.append((f"coverage.{name}.op", need["op"]))
         named += [(f"coverage.{name}.held_by_other", op) for op in need.get("held_by_other", {})]
+    named += [("faults", op) for op in data.get("faults", ())]
     for where, op in named:
         if op not in data["ops"]:
             raise SystemFileError(f"{path}: field {where}: {op!r} is not one of the system's ops ({', '.join(data['ops'])})")
@@ -133,6 +134,31 @@ def unknown(system: System, trace: Trace) -> str | None:
         if "min" in bound and value < bound["min"]:
             return f"header field {dotted}: {value} is below its bound {bound['min']} (traces/systems/{system.name}.yaml bounds)"
     return None
+
+
+def fault_lines(system: System, trace: Trace) -> list[dict[str, Any]]:
+    """The trace's fault lines: events whose op is one of the system's fault kinds (`faults:`),
+    each logged where the fault happened, by the node it hit."""
+    return [e for e in trace.events if e.get("op") in system.faults]
+
+
+def fault_claims(system: System, trace: Trace) -> str | None:
+    """Why the header's `faults` counts disagree with the trace's fault lines, or None. A count
+    buys nothing (the trace specs excuse a hidden step only where a fault line says so), so a
+    header may leave them out; one that states them must state what the trace shows: a count
+    that disagrees is a recorder that lost lines, or a header edited by hand."""
+    claimed = trace.header.get("faults")
+    if claimed is None:
+        return None
+    shown: dict[str, int] = {}
+    for e in fault_lines(system, trace):
+        shown[e["op"]] = shown.get(e["op"], 0) + 1
+    stated = {k: v for k, v in claimed.items() if v}
+    if stated == shown:
+        return None
+    kinds = sorted(set(stated) | set(shown))
+    what = ", ".join(f"{k} {stated.get(k, 0)} (lines: {shown.get(k, 0)})" for k in kinds if stated.get(k, 0) != shown.get(k, 0))
+    return f"header field faults: the counts disagree with the trace's fault lines: {what}"
 
 
 def unknown_op(system: System, trace: Trace) -> str | None:

@@ -65,13 +65,39 @@ class Diff:
 
 
 @dataclass(frozen=True)
+class Excuse:
+    """A fault line of an accepted trace that its acceptance needed: the hidden step it excused
+    (a lease that lapsed under a lagging heartbeat, say) has no other explanation."""
+
+    line: int    # the fault line's `seq`
+    op: str      # the fault's kind (heartbeat_lag, pause, lapse, ...)
+    node: str    # the node it hit
+
+    def describe(self) -> str:
+        """`heartbeat_lag at line 23 (n1)`."""
+        return f"{self.op} at line {self.line} ({self.node})"
+
+
+def excuses(trace: Trace, lines: tuple[int, ...]) -> tuple[Excuse, ...]:
+    """The fault lines numbered `lines` (1-based positions in `trace.events`), as excuses."""
+    out = []
+    for n in lines:
+        if 1 <= n <= len(trace.events):
+            e = trace.events[n - 1]
+            out.append(Excuse(int(e["seq"]), str(e["op"]), str(e["node"])))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class TraceVerdict:
     """The verdict on one trace.
 
     For `rejected`, `line` is the first event (its `seq`) that no behaviour of the spec explains
     (`explained` = line - 1 events were), `op` and `node` say what it was, and `diffs` the
     fields that disagree where the spec's action applied but its logged state did not match.
-    `reason` explains skipped, malformed and inconclusive verdicts.
+    `reason` explains skipped, malformed and inconclusive verdicts, and a rejection decided
+    before TLC (a fault line under --no-faults). An acceptance that needed fault lines to excuse
+    a hidden step names them in `excused`.
     """
 
     source: str
@@ -82,11 +108,16 @@ class TraceVerdict:
     node: str | None = None
     explained: int | None = None
     diffs: tuple[Diff, ...] = field(default_factory=tuple)
+    excused: tuple[Excuse, ...] = field(default_factory=tuple)
 
     def describe(self) -> str:
         """One line for a report."""
+        if self.kind is TraceKind.ACCEPTED and self.excused:
+            return f"accepted, excused by {', '.join(x.describe() for x in self.excused)}"
         if self.kind is TraceKind.REJECTED:
             what = f" ({self.op} by {self.node})" if self.op else ""
+            if self.reason:
+                return f"rejected at event {self.line}{what}: {self.reason}"
             broken = [d.describe() for d in self.diffs if d.is_property]
             fields = [d.describe() for d in self.diffs if not d.is_property]
             why = "".join([f"; breaks {', '.join(broken)}" if broken else "", f"; disagrees on {', '.join(fields)}" if fields else ""])

@@ -11,7 +11,7 @@ HERE = Path(__file__).resolve().parent
 NAMES = (
     "offer", "receive_new", "reclaim", "touch", "ack", "invoke",
     "submit_state", "guard_take", "guard_renew", "guard_release", "put_if_owner",
-    "external_call", "cancel",
+    "external_call", "cancel", "line",
 )
 
 

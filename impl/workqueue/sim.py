@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections import Counter
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -139,13 +138,6 @@ class Simulation:
         self.lapsed: set[int] = set()
         self.overlaps = 0
         self.on_time_beats: list[str] = []  # every heartbeat `elapse` ran, in order
-        # The hidden faults injected, by the header's kind (recording.FAULT_KINDS); failed acks
-        # and offers are counted by the store's fault plan as they fire.
-        self.injected: Counter[str] = Counter()
-        # Per node, the invocations whose lease lapsed under its current late heartbeat (each
-        # counted once as a `heartbeat_lag`, the spec's HeartbeatLag(c, e); a new count after
-        # the node's heartbeat runs again). Identified by id() of the invocation.
-        self._lapsed_now: dict[str, set[int]] = {}
         self._graveyard: list[Any] = []  # a crashed node's handlers: kept, never resumed or closed
 
     # -- setup --------------------------------------------------------------------------------
@@ -229,7 +221,8 @@ class Simulation:
         if self.faults_used < self.config.faults:
             for n in self._live():
                 acts.append(("ack_fault", n))   # n's next ack aborts
-                acts.append(("reject", n))      # n polls, and its executor rejects the entry
+                if n not in self.closing:       # a closing node polls no more
+                    acts.append(("reject", n))  # n polls, and its executor rejects the entry
         open_nodes = [n for n in self._live() if n not in self.closing]
         if len(self.closing) < self.config.closes and len(open_nodes) > 1:
             acts.append(("close", open_nodes[-1]))
@@ -268,7 +261,7 @@ class Simulation:
         node.reserve(inv)
         if reject:
             self.faults_used += 1
-            self.injected["reject"] += 1
+            self.queue.line(n, "reject", "injected")  # the executor's refusal, logged where it is made
             node.reject(inv)
             return
         self.overlaps += sum(1 for _, other in self.holders() if other.inv.entry == inv.entry)
@@ -306,6 +299,8 @@ class Simulation:
         node does next (a late heartbeat, a handler step, an ack) is up to the chooser."""
         self.lags_used += 1
         self.lagging.add(n)
+        # The fault line: n's heartbeat lags from here until it runs again (`take`, heartbeat).
+        self.queue.line(n, "heartbeat_lag", "start")
         st = self.config.settings
         self.elapse(max(st.visibility_timeout_ms, st.guard_ttl_ms) + st.heartbeat_interval_ms)
         if not takeover:
@@ -347,20 +342,10 @@ class Simulation:
         for n in self.lagging:
             if now - self.last_hb[n] >= vt:
                 self.lapsed.update(id(r.inv) for r in self.running[n])
-            # A lease lapses when its entry has been idle for VT: since its delivery (in the
-            # poll step that started it) or the node's last heartbeat, whichever is later.
-            # A refused renewal already ended that invocation's hold.
-            for r in self.running[n]:
-                if r.inv.lost or now - max(r.inv.started_ms, self.last_hb[n]) < vt:
-                    continue
-                seen = self._lapsed_now.setdefault(n, set())
-                if id(r.inv) not in seen:
-                    seen.add(id(r.inv))
-                    self.injected["heartbeat_lag"] += 1
 
     def _crash(self, n: str) -> None:
         self.dead.append(n)
-        self.injected["crash"] += 1
+        self.queue.line(n, "crash", "injected")
         self._graveyard.extend(self.running[n])
         self.running[n] = []
 
@@ -397,13 +382,14 @@ class Simulation:
         elif kind == "step":
             self._step(act[1], act[2])
         elif kind == "heartbeat":
+            if act[1] in self.lagging:
+                self.queue.line(act[1], "heartbeat_lag", "end")  # the lag's window closes here
             self.nodes[act[1]].heartbeat()
             self.last_hb[act[1]] = self.clock.now_ms()
             for r in self.running[act[1]]:
                 if r.inv.renewed_ms == self.clock.now_ms():
                     self.lapsed.discard(id(r.inv))  # renewed: it holds its entry again
             self.lagging.discard(act[1])
-            self._lapsed_now.pop(act[1], None)
         elif kind == "tick":
             self._tick()
         elif kind == "crash":
@@ -412,7 +398,7 @@ class Simulation:
             self._poll(act[1], reject=True)
         elif kind == "close":
             self.closing.add(act[1])
-            self.injected["close"] += 1
+            self.queue.line(act[1], "close", "injected")
         elif kind == "lag":
             self.pause_past_lease(act[1], takeover=True)
         elif kind == "ack_fault":
@@ -437,6 +423,10 @@ class Simulation:
                 self._collect()
 
     def _collect(self) -> None:
+        # Every live consumer's end, with the permits it still holds: a drained run must have
+        # given every one back (TraceWorkQueue, EveryPermitReturned).
+        for n in self._live():
+            self.queue.line(n, "stop", "stopped", args={"permits_in_use": self.nodes[n].permits.in_use})
         self.events = self.queue.events()
         self.statuses = self.cstore.statuses() if self.config.system == "command" else None
         self.external = ({c: self.cstore.external_calls(c) for c in self.statuses} if self.statuses else None)
@@ -482,11 +472,7 @@ class Simulation:
             feats.append("handler_throws")
         return recording.export(path, self.queue, system=view, settings=cfg.settings, gates=cfg.gates,
                                 nodes=["producer" if cfg.system == "workqueue" else "client", *cfg.nodes],
-                                run=run, features=feats, faults=self.fault_counts())
-
-    def fault_counts(self) -> dict[str, int]:
-        """The hidden faults this run injected, as the header's `faults` (both views)."""
-        return recording.fault_counts(self.queue, **self.injected)
+                                run=run, features=feats)
 
 
 def seeded(config: SimConfig, seed: int, server: Server | None = None) -> Simulation:

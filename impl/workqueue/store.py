@@ -54,9 +54,14 @@ class Steps:
 
     def run(self, name: str, op: str, node: str, keys: list[str], args: list[Any], *, faults: bool = True) -> Any:
         """Run script `name` for step `op` by `node`, after any planned fault for it (unless the
-        caller has handled the fault plan itself: `faults=False`)."""
+        caller has handled the fault plan itself: `faults=False`). A planned fault that fires is
+        logged first, as the fault line `<op>_fail` by `node`."""
         if faults:
-            self.faults.check(op, node)
+            try:
+                self.faults.check(op, node)
+            except StoreFault:
+                self.line(node, f"{op}_fail", "injected")
+                raise
         try:
             return self._scripts[name](keys=[*keys, self.clock_key], args=args)
         except redis.exceptions.ConnectionError as exc:
@@ -65,6 +70,16 @@ class Steps:
             ) from exc
         except redis.exceptions.TimeoutError as exc:
             raise StoreFault(f"{op} by {node} timed out at {self.url}; it may or may not have committed") from exc
+
+    def line(self, node: str, op: str, outcome: str, *, late_ms: int | None = None,
+             args: dict[str, Any] | None = None) -> None:
+        """Append a trace line that no store step writes (`line.lua`), at the server's clock: a
+        fault where it happened, by the node it hit (`op` a fault kind of tla/README.md, Work
+        queue; `outcome` `injected`, `start`, `end` or `observed`; an observed window began
+        `late_ms` before now: its args.since), or a consumer's `stop`."""
+        self.run("line", op, node, [self.trace_key],
+                 [node, op, outcome, "" if late_ms is None else int(late_ms),
+                  json.dumps(args, sort_keys=True) if args else ""], faults=False)
 
     def events(self, start: int = 0) -> list[dict[str, Any]]:
         """Every recorded trace event so far (from the `start`-th on), in the server's commit order."""
@@ -175,6 +190,7 @@ class QueueStore(Steps):
             fail = "0"
         except StoreFault:
             fail = "1"
+            self.line(node, "ack_fail", "injected")
         n = int(self.run("ack", "ack", node, self._keys(), [GROUP, node, now, entry, fail, cmd or ""], faults=False))
         if n < 0:
             raise StoreFault(f"injected fault: ack by {node} of {entry} did not commit")

@@ -8,15 +8,19 @@
 // pretty printer would have broken it, which the checker's reader takes alike):
 //   Explained(t, n)      <<"L", t, n>>
 //   Accept(t)            <<"ACCEPT", t>>
+//   AcceptExcused(t, s)  <<"ACCEPT", t, {j, ...}>>  (s a set of line numbers, in order)
 //   Match(t, n, pairs)   <<"DIFF", t, n, [f |-> pairs[f] : the fields f whose pair differs]>>
 // Equality is TLC's own (Value.equals), with its errors for values it cannot compare.
 
+import java.util.Arrays;
 import tlc2.value.impl.BoolValue;
+import tlc2.value.impl.Enumerable;
 import tlc2.value.impl.IntValue;
 import tlc2.value.impl.FcnRcdValue;
 import tlc2.value.impl.StringValue;
 import tlc2.value.impl.TupleValue;
 import tlc2.value.impl.Value;
+import tlc2.value.impl.ValueEnumeration;
 import util.ToolIO;
 
 public final class TraceCheck {
@@ -34,6 +38,26 @@ public final class TraceCheck {
     /** Trace t is explained to its end. Always TRUE. */
     public static Value Accept(Value t) {
         ToolIO.out.println("<<\"ACCEPT\", " + number(t) + ">>");
+        return BoolValue.ValTrue;
+    }
+
+    /** Trace t is explained to its end, by a behaviour that used the fault lines `used`. Always TRUE. */
+    public static Value AcceptExcused(Value t, Value used) {
+        if (!(used instanceof Enumerable)) {
+            throw new IllegalArgumentException("TraceCheck!AcceptExcused takes a set of line numbers, not " + used);
+        }
+        int[] lines = new int[((Enumerable) used).size()];
+        ValueEnumeration each = ((Enumerable) used).elements();
+        int i = 0;
+        for (Value v = each.nextElement(); v != null; v = each.nextElement()) {
+            lines[i++] = Integer.parseInt(number(v));
+        }
+        Arrays.sort(lines);
+        StringBuilder text = new StringBuilder("<<\"ACCEPT\", " + number(t) + ", {");
+        for (int j = 0; j < lines.length; j++) {
+            text.append(j == 0 ? "" : ", ").append(lines[j]);
+        }
+        ToolIO.out.println(text.append("}>>").toString());
         return BoolValue.ValTrue;
     }
 
