@@ -114,7 +114,7 @@ faultVars == <<win, shut, down, pend, used, stopped>>
 
 Windows == {"heartbeat_lag", "pause"}
 Pended == {"ack_fail", "offer_fail"}
-FaultOps == Windows \cup Pended \cup {"crash", "close", "reject"}
+FaultOps == Windows \cup Pended \cup {"crash", "close", "reject", "stall"}
 
 traceVars == <<t, l, cmds, dl, gone, pel, lostRenew, timeVars, faultVars>>
 
@@ -524,10 +524,10 @@ IsPended ==
         /\ UNCHANGED <<win, shut, down, used, stopped>>
         /\ Noted
 
-\* An executor rejection is the queue's business (a delivery that takes no guard); a stop ends
-\* the node's lines.
+\* An executor rejection or a late hand-off is the queue's business (a delivery that takes no
+\* guard, or takes it late); a stop ends the node's lines.
 IsRejectOrStop ==
-    /\ FaultLine("reject") \/ FaultLine("stop")
+    /\ FaultLine("reject") \/ FaultLine("stall") \/ FaultLine("stop")
     /\ stopped' = IF E.op = "stop" THEN stopped \cup {E.node} ELSE stopped
     /\ UNCHANGED <<win, shut, down, pend, used>>
     /\ Noted

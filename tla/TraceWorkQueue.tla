@@ -49,6 +49,8 @@
 (* No hidden fault is free: each needs a fault line, a line the run       *)
 (* logged where the fault happened, by the node it hit, and it excuses    *)
 (* only what happens inside its window.                                   *)
+(*   stall                  a hand-off the executor started late          *)
+(*                          (observed): excuses a lapse of that hand-off  *)
 (*   heartbeat_lag, pause   a window: `start` ... `end` (injected by a    *)
 (*                          simulation or a test), or `observed` (measured *)
 (*                          by the node itself: its heartbeat woke, or a   *)
@@ -116,7 +118,7 @@ faultVars == <<win, pend, used, stopped, polled>>
 
 Windows == {"heartbeat_lag", "pause"}
 Pended == {"reject", "ack_fail"}
-FaultOps == Windows \cup Pended \cup {"crash", "close", "offer_fail"}
+FaultOps == Windows \cup Pended \cup {"stall", "crash", "close", "offer_fail"}
 
 traceVars == <<t, l, clock, ids>>
 
@@ -376,9 +378,11 @@ IsPended ==
         /\ UNCHANGED win /\ NoEntry /\ KeepQueue
         /\ Advance
 
-\* The producer's offer failed: nothing reached the stream.
+\* The producer's offer failed: nothing reached the stream. Or a hand-off the executor started
+\* late (a stall it observed: a lapse of the hand-off inside it is excused, Stall).
 IsOfferFail ==
-    /\ FaultLine("offer_fail")
+    /\ \/ FaultLine("offer_fail")
+       \/ FaultLine("stall") /\ E.outcome = "observed" /\ E.args.since <= E.now
     /\ UNCHANGED <<win, pend>> /\ NoEntry /\ KeepQueue
     /\ Advance
 
@@ -430,7 +434,7 @@ ObservedAt(c, kinds, x) ==
     {j \in (l + 1)..Lines : /\ Traces[t][j].op \in kinds /\ Traces[t][j].node = c
                             /\ Traces[t][j].outcome = "observed"
                             /\ Traces[t][j].args.since <= x + ClockSlack[t] /\ x <= Traces[t][j].now}
-OpenAt(c, kinds, x) == {win[c][k] : k \in {k \in kinds : win[c][k] # 0 /\ Traces[t][win[c][k]].now <= x}}
+OpenAt(c, kinds, x) == {win[c][k] : k \in {k \in kinds \cap Windows : win[c][k] # 0 /\ Traces[t][win[c][k]].now <= x}}
 Excuse(c, kinds, x) ==
     LET lines == OpenAt(c, kinds, x) \cup ObservedAt(c, kinds, x)
     IN IF lines = {} THEN 0 ELSE CHOOSE j \in lines : \A i \in lines : j <= i
@@ -449,9 +453,10 @@ LateHeartbeat ==
                 /\ used' = used \cup {j}
     /\ UNCHANGED <<traceVars, win, pend, stopped, polled>>
 
-\* c stalls, when the jump needs it for a hand-off (inside a pause window of c: its poller and
-\* executor stopped) or a leaked record (inside any window of c: its heartbeat renews those).
-StallKinds(c, e) == IF e \in inbox[c] THEN {"pause"} ELSE Windows
+\* c stalls, when the jump needs it for a hand-off (inside a pause window of c, or a stall its
+\* executor observed: a hand-off started late) or a leaked record (inside a lag or pause window
+\* of c: its heartbeat renews those).
+StallKinds(c, e) == IF e \in inbox[c] THEN {"pause", "stall"} ELSE Windows
 Stall ==
     /\ l < Lines /\ Gap > 0
     /\ \E c \in Consumers : \E e \in inbox[c] \cup leaked[c] :

@@ -36,9 +36,10 @@ from impl.workqueue.consumer import Consumer
 class Stalls:
     """The pauses of one consumer process: a stall pauses its heartbeat and its poller (as a long
     GC pause would; its running handlers are left to the stall), a lag only its heartbeat (the
-    process goes on). `lapses` counts the invocations a pause may have let lapse, every one
-    alive at some time during it (the header's `faults.heartbeat_lag`: a hidden step the trace
-    spec is given a budget for)."""
+    process goes on). Each is a window of fault lines (`Consumer.lag_heartbeat`): the trace
+    specs excuse a lapse of the consumer's leases inside it only. `lapses` counts the
+    invocations a pause may have let lapse, every one alive at some time during it (the run's
+    summary allows that many overlapping invocations)."""
 
     def __init__(self) -> None:
         self.consumer: Consumer | None = None
@@ -53,15 +54,16 @@ class Stalls:
         return {id(inv) for inv in self.consumer.node.active.all()}
 
     def pause(self, *, poller: bool = True) -> None:
-        """Pause the heartbeat, and the poller too if `poller`, until the last pause resumes."""
+        """Pause the heartbeat, and the poller too if `poller`, until the last pause resumes: a
+        fault window the consumer logs (`pause` with the poller, else `heartbeat_lag`)."""
         assert self.consumer is not None
         with self._lock:
             self._depth += 1
-            if self._depth == 1:
-                self.consumer.heartbeat_paused.set()
-                self._seen = self._alive()
             if poller:
                 self.polling = False
+            if self._depth == 1:
+                self.consumer.lag_heartbeat("pause" if poller else "heartbeat_lag")
+                self._seen = self._alive()
 
     def ended(self, inv: Any) -> None:
         """An invocation ended (`Consumer.after_finish`): one alive during a pause counts."""
@@ -76,7 +78,7 @@ class Stalls:
             self._depth -= 1
             if self._depth == 0:
                 self.lapses += len(self._seen | self._alive())
-                self.consumer.heartbeat_paused.clear()
+                self.consumer.resume_heartbeat()
                 self.polling = True
 
 

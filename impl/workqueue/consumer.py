@@ -5,7 +5,13 @@ clock, around the steps of `node.py`.
       ^                            └── rejected: invoke_start rejected, permit back, entry left pending
       └── no permit or nothing to do: wait poll_interval, woken early by a handler's finish ──┘
     heartbeat ── every VT/3 ──> renew every active entry (+ its command guard)
-    close: stop polling; wait for handlers while still renewing; then stop the heartbeat
+    close: stop polling; wait for handlers while still renewing; then stop the heartbeat; stop
+
+Faults are lines of the trace, logged by the thread that sees them (`QueueStore.line`): a
+heartbeat round that ends later than planned (`heartbeat_lag`, observed: it may have let an
+entry lapse), a hand-off the executor started late (`stall`, observed), an executor rejection
+(`reject`, observed), and the windows a test or a run injects (`lag_heartbeat`). The consumer's
+`stop` line says how many permits it still held when it closed.
 """
 
 from __future__ import annotations
@@ -127,7 +133,11 @@ class Consumer:
         self.settings = settings
         self.gates = gates
         self.executor = executor or ThreadExecutor(None if not gates.permit_bound else settings.concurrency)
-        self.heartbeat_paused = threading.Event()  # set by tests to simulate heartbeat lag
+        self.heartbeat_paused = threading.Event()  # set by `lag_heartbeat` (a fault hook)
+        self._lag_kind: str | None = None  # the injected window open now, if any
+        # Held for a whole heartbeat round, and to open or close an injected window: no renewal
+        # of a round lands inside the window a test opens meanwhile.
+        self._round = threading.Lock()
         # Fault hook: the poller polls only while this says yes (a stalled process polls not).
         self.may_poll: Callable[[], bool] | None = None
         # Fault hook: called with each invocation once it has ended (acked or released).
@@ -140,6 +150,7 @@ class Consumer:
         self._hb_stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._closed = False
+        self._stopped = False
 
     @property
     def name(self) -> str:
@@ -184,12 +195,18 @@ class Consumer:
                 self.executor.submit(lambda inv=inv: self._invoke(inv))
             except ExecutorRejected:
                 try:
+                    self.node.store.line(self.name, "reject", "observed")  # the executor's refusal
                     self.node.reject(inv)
                 except Exception as exc:
                     self._note(exc, "reject")
 
     def _invoke(self, inv: Invocation) -> None:
         try:
+            # A hand-off the executor started late may have let its entry lapse before the call
+            # began: say so, as the stall it was (reserve stamped the hand-off).
+            late = self.node.now() - inv.started_ms
+            if late > self._late_ms:
+                self.node.store.line(self.name, "stall", "observed", late_ms=late)
             self.node.start(inv)
         except Exception as exc:
             self.node.abandon(inv)
@@ -210,15 +227,50 @@ class Consumer:
             if self.after_finish is not None:
                 self.after_finish(inv)
 
+    @property
+    def _late_ms(self) -> int:
+        """How late a heartbeat round or a hand-off may end before the consumer logs it as a
+        fault line: half a heartbeat period. An entry lapses only when its renewal comes a VT
+        after the last one, two periods late at least, so every lapse a lag can cause is logged."""
+        return max(1, heartbeat_period_ms(self.settings) // 2)
+
     def _heartbeat_loop(self) -> None:
-        interval_s = heartbeat_period_ms(self.settings) / 1000
-        while not self._hb_stop.wait(interval_s):
-            if self.heartbeat_paused.is_set():
-                continue
-            try:
-                self.node.heartbeat()
-            except Exception as exc:
-                self._note(exc, "heartbeat")
+        period = heartbeat_period_ms(self.settings)
+        due = self.node.now() + period  # a round is due a period after the last one ended
+        while not self._hb_stop.wait(max(0, due - self.node.now()) / 1000):
+            with self._round:
+                if not self.heartbeat_paused.is_set():
+                    self._heartbeat_round(due)
+            due = self.node.now() + period
+
+    def _heartbeat_round(self, due: int) -> None:
+        try:
+            self.node.heartbeat()
+            late = self.node.now() - due
+            if late > self._late_ms:
+                # The round ended `late` ms after it was due (the thread woke late, or its
+                # renewals were served late): an entry may have lapsed meanwhile, and the trace
+                # may excuse such a lapse inside this window only.
+                self.node.store.line(self.name, "heartbeat_lag", "observed", late_ms=late)
+        except Exception as exc:
+            self._note(exc, "heartbeat")
+
+    def lag_heartbeat(self, kind: str = "heartbeat_lag") -> None:
+        """A fault hook: stop renewing until `resume_heartbeat` (a lagging heartbeat thread;
+        `kind="pause"` when the caller stops the poller too), logged as the window's start."""
+        with self._round:
+            if self._lag_kind is None:
+                self._lag_kind = kind
+                self.node.store.line(self.name, kind, "start")
+                self.heartbeat_paused.set()
+
+    def resume_heartbeat(self) -> None:
+        """End the window `lag_heartbeat` opened: its end line, then renewals again."""
+        with self._round:
+            if self._lag_kind is not None:
+                self.node.store.line(self.name, self._lag_kind, "end")
+                self._lag_kind = None
+                self.heartbeat_paused.clear()
 
     def _note(self, exc: BaseException, where: str) -> None:
         log.warning("%s: %s failed: %s", self.name, where, exc)
@@ -241,6 +293,13 @@ class Consumer:
         self._hb_stop.set()
         for t in self._threads[1:]:
             t.join(timeout_s)
+        if self._threads and not self._stopped:
+            self._stopped = True  # the stop below is logged once
+            try:
+                self.node.store.line(self.name, "stop", "stopped",
+                                     args={"permits_in_use": self.node.permits.in_use})
+            except Exception as exc:
+                self._note(exc, "stop")
         return idle
 
     def snapshot(self) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from impl.workqueue.store import Steps
 
 # The fault lines a run logs (`Steps.line`), where each fault happened, by the node it hit:
 # the system files' `faults:`; the trace specs excuse a hidden step only where one says so.
-FAULT_KINDS = ("crash", "close", "heartbeat_lag", "pause", "reject", "ack_fail", "offer_fail")
+FAULT_KINDS = ("crash", "close", "heartbeat_lag", "pause", "stall", "reject", "ack_fail", "offer_fail")
 
 # The ops of each view, as in the Work queue and Command layer tables of tla/README.md; both
 # views carry every fault line, and a consumer's `stop`.

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -78,10 +77,6 @@ class Harness:
         self.settings = FAST
         self.gates = Gates()
         self.features: list[str] = []  # header features (faults the test injects), as the sim names them
-        # Hidden faults the test injects itself (crash, close, ...; recording.FAULT_KINDS), for the
-        # header's `faults`; failed acks and offers, rejections and paused heartbeats are counted
-        # at export (the fault plan, the consumers' counters).
-        self.faults: Counter[str] = Counter()
         self.check_order = True  # off for tests that drive store steps by hand (their traces are not kept)
 
     def configure(self, settings: Settings | None = None, gates: Gates | None = None) -> "Harness":
@@ -124,19 +119,10 @@ class Harness:
         """How many entries were acked so far."""
         return sum(1 for e in self.events() if e["op"] == "ack" and e["outcome"] == "acked")
 
-    def fault_counts(self) -> dict[str, int]:
-        """The header's `faults`: the test's own counts, the executors' rejections and the
-        consumers whose heartbeat a test paused (one late heartbeat each, never resumed)."""
-        counted = Counter(self.faults)
-        counted["reject"] += sum(c.node.stats["rejected"] for c in self.consumers)
-        counted["heartbeat_lag"] += sum(1 for c in self.consumers if c.heartbeat_paused.is_set())
-        return recording.fault_counts(self.queue, **counted)
-
     def close(self) -> Path:
         """Close consumers, write and validate the trace, delete the keys."""
         for c in self.consumers:
             c.close(timeout_s=5)
-        faults = self.fault_counts()
         # With LEASEPROOF_TRACE_DIR set (scripts/record_traces.sh), the traces of runs with every
         # guard on are kept there for the checker; a run with a guard off is a calibration.
         keep = os.environ.get("LEASEPROOF_TRACE_DIR") if self.gates == Gates() and self.check_order else None
@@ -146,15 +132,14 @@ class Harness:
         stem = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in self.name)
         path = recording.export(out / f"{self.system}-{stem}.ndjson", self.queue, system=self.system,
                                 settings=self.settings, gates=self.gates, nodes=["producer"], run=f"tests/workqueue {self.name}",
-                                features=self.features, faults=faults)
+                                features=self.features)
         problems = analysis.command_order_problems(validate_trace(path))
         queue_view = path
         if self.system != "workqueue":
             queue_view = recording.export(out / f"workqueue-{stem}.ndjson", self.queue, system="workqueue",
                                           settings=self.settings, gates=self.gates, nodes=["producer"],
                                           run=f"tests/workqueue {self.name} (queue view)",
-                                          features=[f for f in self.features if f != "handler_throws"],
-                                          faults=faults)
+                                          features=[f for f in self.features if f != "handler_throws"])
         problems += analysis.order_problems(validate_trace(queue_view))
         self.queue.delete_keys()
         self.client.close()

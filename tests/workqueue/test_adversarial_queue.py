@@ -113,9 +113,9 @@ def test_dead_owners_lease_expires_and_a_peer_takes_over(harness: Harness, guard
     harness.configure(gates=gates(guarded, "reclaim_retries"))
     entry = harness.offer("orphan")
     harness.features.append("crash")
-    harness.faults["crash"] += 1
     got = harness.queue.receive_new("a", harness.clock.now_ms())
     assert got is not None and got.entry == entry  # a owns it now, then "crashes"
+    harness.queue.line("a", "crash", "injected")  # the fault line, where the test makes it
     handled: list[str] = []
     harness.consumer("b", lambda inv: handled.append(inv.entry) or True)
     taken_over = wait_until(lambda: harness.acked() == 1, 1.2)
@@ -189,7 +189,7 @@ def test_close_while_a_handler_runs(harness: Harness, guarded: bool) -> None:
     a = harness.consumer("a", held)
     try:
         assert wait_until(lambda: len(calls) == 1, 30.0), "a never started its handler"
-        harness.faults["close"] += 1
+        harness.queue.line("a", "close", "injected")  # the test closes a mid-call: the fault line
         closer = threading.Thread(target=a.close)
         closer.start()
         assert wait_until(lambda: not a._threads[0].is_alive(), 30.0), "a's poller did not stop"
@@ -258,7 +258,7 @@ def test_duplicate_delivery_by_self_reclaim_is_dropped(harness: Harness, guarded
         return [e for e in harness.events() if e["op"] == "invoke_start" and e["outcome"] == "duplicate_dropped"]
 
     a = harness.consumer("a", slow)
-    a.heartbeat_paused.set()
+    a.lag_heartbeat()
     try:
         shown = wait_until(lambda: bool(dropped()) or len(calls) >= 2, 10.0)
     finally:
