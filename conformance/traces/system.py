@@ -1,5 +1,6 @@
 """How the traces of one system are checked: its trace spec, the ops and features it covers,
-how a header gives the spec's constants, where mutation operators apply, what coverage needs.
+what a header may say (`conformance.traces.header`), how a header gives the spec's constants,
+where mutation operators apply, what coverage needs.
 
 Read from `traces/systems/<system>.yaml` (format: `traces/README.md`).
 """
@@ -17,6 +18,7 @@ import jsonschema
 import yaml
 
 from conformance.errors import LeaseproofError
+from conformance.traces.header import PARTS, Field, declaration, parse_fields, problems
 from conformance.traces.trace import Trace
 
 
@@ -41,7 +43,7 @@ class System:
     coverage: dict[str, dict[str, Any]] = field(default_factory=dict)
     faults: frozenset[str] = frozenset()
     out_of_scope: dict[str, str] = field(default_factory=dict)
-    bounds: dict[str, dict[str, int]] = field(default_factory=dict)
+    header: dict[str, Field] = field(default_factory=dict)
 
 
 @cache
@@ -55,6 +57,10 @@ def load_system(path: Path, tla_dir: Path) -> System:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise SystemFileError(f"{path}: cannot read the system file: {exc}") from None
+    if isinstance(data, dict) and "bounds" in data:
+        raise SystemFileError(
+            f"{path}: field bounds: replaced by `header:`, which declares every header setting and gate with its type "
+            f"and bounds (settings.clock_slack_ms: {{type: integer, min: 0, max: 2}}; docs/your-own-system.md)")
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(_schema()).iter_errors(data))
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
@@ -70,6 +76,17 @@ def load_system(path: Path, tla_dir: Path) -> System:
     for where, op in named:
         if op not in data["ops"]:
             raise SystemFileError(f"{path}: field {where}: {op!r} is not one of the system's ops ({', '.join(data['ops'])})")
+    try:
+        header = parse_fields(data.get("header", {}))
+    except ValueError as exc:
+        raise SystemFileError(f"{path}: field header.{exc}") from None
+    # A constant read from an undeclared setting could never be given: every header carrying it
+    # is malformed, and every header without it too (or falls back to the default, unchecked).
+    for name, how in data["constants"].items():
+        part, _, member = str(how.get("from", "")).partition(".")
+        if part in PARTS and declaration(header, part, member) is None:
+            raise SystemFileError(f"{path}: field constants.{name}: from {how['from']}, which `header:` does not declare "
+                                  f"(add {how['from']}: {{type: ...}} there)")
     spec_path = tla_dir / f"{data['spec']}.tla"
     if not spec_path.is_file():
         raise SystemFileError(f"{path}: field spec: no {spec_path}")
@@ -79,7 +96,7 @@ def load_system(path: Path, tla_dir: Path) -> System:
         time_fields=tuple(data.get("time_fields", ())), timeout=float(data.get("timeout", 300)),
         mutations=mutations, coverage=data.get("coverage", {}), entity=data.get("entity"),
         faults=frozenset(data.get("faults", ())), out_of_scope=dict(data.get("out_of_scope", {})),
-        bounds=dict(data.get("bounds", {})),
+        header=header,
     )
 
 
@@ -110,9 +127,10 @@ def out_of_scope(system: System, trace: Trace) -> str | None:
 
 def unknown(system: System, trace: Trace) -> str | None:
     """What `trace`'s header claims that `system` does not know, or None: a feature neither
-    modelled nor declared out of scope, a fault kind it cannot count, a value outside its bound.
-    Any of these makes the trace malformed, even beside a feature declared out of scope: a
-    renamed feature must never silence a check."""
+    modelled nor declared out of scope, a fault kind it cannot count, a setting or gate its
+    `header:` does not declare, or one of another type or past its bound. Any of these makes the
+    trace malformed, even beside a feature declared out of scope: a renamed feature or setting
+    must never silence a check."""
     known_features = system.features | set(system.out_of_scope)
     odd = sorted(set(trace.header.get("features", ())) - known_features)
     if odd:
@@ -122,18 +140,7 @@ def unknown(system: System, trace: Trace) -> str | None:
     if odd:
         return (f"header field faults: {', '.join(map(repr, odd))} not a fault kind of the {system.name} system "
                 f"({', '.join(sorted(system.faults)) or 'none'})")
-    for dotted, bound in system.bounds.items():
-        try:
-            value = lookup(trace.header, dotted)
-        except (KeyError, TypeError):
-            continue
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return f"header field {dotted}: {value!r} is not a number"
-        if "max" in bound and value > bound["max"]:
-            return f"header field {dotted}: {value} is past its bound {bound['max']} (traces/systems/{system.name}.yaml bounds)"
-        if "min" in bound and value < bound["min"]:
-            return f"header field {dotted}: {value} is below its bound {bound['min']} (traces/systems/{system.name}.yaml bounds)"
-    return None
+    return problems(system.header, trace.header, system.name)
 
 
 def fault_lines(system: System, trace: Trace) -> list[dict[str, Any]]:
