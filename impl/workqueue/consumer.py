@@ -136,8 +136,10 @@ class Consumer:
         self.heartbeat_paused = threading.Event()  # set by `lag_heartbeat` (a fault hook)
         self._lag_kind: str | None = None  # the injected window open now, if any
         # Held for a whole heartbeat round, and to open or close an injected window: no renewal
-        # of a round lands inside the window a test opens meanwhile.
+        # of a round lands inside the window a test opens meanwhile. Likewise `_poll` for a poll
+        # and a pause's start (its poller polls nothing inside the window).
         self._round = threading.Lock()
+        self._poll = threading.Lock()
         # Fault hook: the poller polls only while this says yes (a stalled process polls not).
         self.may_poll: Callable[[], bool] | None = None
         # Fault hook: called with each invocation once it has ended (acked or released).
@@ -175,13 +177,16 @@ class Consumer:
             self._permit_back.clear()
             if self._stop.is_set():
                 return
-            if self.may_poll is not None and not self.may_poll():
-                self._stop.wait(wait_s)
-                continue
-            try:
-                inv = self.node.poll_and_admit()
-            except Exception as exc:  # a store error must not kill the poller
-                self._note(exc, "poll")
+            with self._poll:  # a pause opened meanwhile waits for this poll, and no other begins
+                if self.may_poll is not None and not self.may_poll():
+                    inv, idle = None, True
+                else:
+                    try:
+                        inv, idle = self.node.poll_and_admit(), False
+                    except Exception as exc:  # a store error must not kill the poller
+                        self._note(exc, "poll")
+                        inv, idle = None, True
+            if idle:
                 self._stop.wait(wait_s)
                 continue
             if inv is None:
@@ -257,8 +262,9 @@ class Consumer:
 
     def lag_heartbeat(self, kind: str = "heartbeat_lag") -> None:
         """A fault hook: stop renewing until `resume_heartbeat` (a lagging heartbeat thread;
-        `kind="pause"` when the caller stops the poller too), logged as the window's start."""
-        with self._round:
+        `kind="pause"` when the caller stops the poller too, through `may_poll`, before this
+        call), logged as the window's start once any round or poll in flight has ended."""
+        with self._poll, self._round:
             if self._lag_kind is None:
                 self._lag_kind = kind
                 self.node.store.line(self.name, kind, "start")

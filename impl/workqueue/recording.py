@@ -19,15 +19,17 @@ from impl.workqueue.store import Steps
 # The fault lines a run logs (`Steps.line`), where each fault happened, by the node it hit:
 # the system files' `faults:`; the trace specs excuse a hidden step only where one says so.
 FAULT_KINDS = ("crash", "close", "heartbeat_lag", "pause", "stall", "reject", "ack_fail", "offer_fail")
+# The lines no store step writes: the fault lines and a consumer's `stop`; they name no entry.
+LINE_OPS = frozenset({*FAULT_KINDS, "stop"})
 
 # The ops of each view, as in the Work queue and Command layer tables of tla/README.md; both
 # views carry every fault line, and a consumer's `stop`.
 OPS = {
     "workqueue": frozenset({"offer", "receive_new", "reclaim", "renew", "invoke_start", "invoke_end",
-                            "ack", "release", "stop", *FAULT_KINDS}),
+                            "ack", "release", *LINE_OPS}),
     "command": frozenset({"submit_state", "offer", "guard_take", "guard_renew", "guard_release",
                           "put_if_owner", "external_call", "cancel", "receive_new", "reclaim", "ack",
-                          "stop", *FAULT_KINDS}),
+                          *LINE_OPS}),
 }
 
 

@@ -15,11 +15,11 @@ The bugs, each planted by a patch that lasts for one recording:
   server `Consumer.close`).
 
 Simulations inject no other fault (no crash, lag, rejection or failed ack) and a close only where
-the bug needs one, so the header's faults give the trace spec nothing to explain a lapse with.
-The seeds are fixed: the first seeds (from 0) whose run shows the bug (an entry reclaimed from
-under a running call). The real-server recordings keep each consumer busy with short messages,
-so that the node whose lease lapses goes on logging lines: a wall-clock trace excuses a lapse
-only where the node was silent long enough to have stalled (tla/TraceWorkQueue.tla, Silent).
+the bug needs one, so the trace has no fault line to excuse a lapse with. The seeds are fixed:
+the first seeds (from 0) whose run shows the bug (an entry reclaimed from under a running call).
+The real-server recordings keep each consumer busy with short messages, so that the node whose
+lease lapses goes on logging lines (a real run's stall shows only as the fault lines its own
+threads log: a heartbeat round that ended late; tla/TraceWorkQueue.tla).
 """
 
 from __future__ import annotations
@@ -74,6 +74,8 @@ def _close_without_waiting(self: Consumer, timeout_s: float = 30.0) -> bool:
     self._hb_stop.set()  # the bug: the heartbeat stops before the handlers have returned
     for t in self._threads[1:]:
         t.join(timeout_s)
+    self.executor.wait_idle(timeout_s)
+    self.node.store.line(self.name, "stop", "stopped", args={"permits_in_use": self.node.permits.in_use})
     return True
 
 
@@ -163,7 +165,6 @@ def record_real(bug: str, out: Path, url: str) -> Path:
             return True
         return run
 
-    faults: dict[str, int] = {}
     try:
         with planted(bug, real=True):
             queue.offer("producer", clock.now_ms(), "long")
@@ -184,7 +185,7 @@ def record_real(bug: str, out: Path, url: str) -> Path:
             producer.start()
             time.sleep(0.12)
             if bug == "close-does-not-wait":
-                faults["close"] = 1
+                queue.line("a", "close", "injected")  # the recording closes a mid-call
                 closer = threading.Thread(target=a.close, daemon=True)
                 closer.start()
             b = Consumer(queue, "b", handler("b"), settings=REAL, gates=Gates(), clock=clock).start()
@@ -196,12 +197,10 @@ def record_real(bug: str, out: Path, url: str) -> Path:
                 time.sleep(0.02)
             for c in (a, b):
                 c.close(timeout_s=5)
-        faults["reject"] = a.node.stats["rejected"] + b.node.stats["rejected"]
         path = recording.export(out / f"real-redis-{bug}.ndjson", queue, system="workqueue", settings=REAL,
                                 gates=Gates(), nodes=["producer", "a", "b"],
                                 run=f"tests/workqueue/known_bad.py {bug} on {url}",
-                                features=["close"] if bug == "close-does-not-wait" else [],
-                                faults=recording.fault_counts(queue, **faults))
+                                features=["close"] if bug == "close-does-not-wait" else [])
     finally:
         queue.delete_keys()
         client.close()

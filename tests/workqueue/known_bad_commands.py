@@ -178,21 +178,19 @@ def record_real(plant: str, out: Path, url: str, name: str | None = None) -> Pat
 
 
 def _pause_before_the_call(store: Any, consumer: Any, once: list[bool], pause_s: float) -> None:
-    """A process pause (as a long GC stop would be) of the node that makes the run's first
-    external call, just before it (`once` is shared by the nodes): its heartbeat stops too, so
-    its guard lapses and the peer takes the command over; then the node goes on and calls. The
-    designed script refuses that call; the plant records it."""
-    paused = [False]
-    beat = consumer.node.heartbeat
-    consumer.node.heartbeat = lambda: None if paused[0] else beat()
+    """A stall (as a long GC stop would be) of the node that makes the run's first external
+    call, just before it (`once` is shared by the nodes): its heartbeat stops too, a window the
+    trace logs (`Consumer.lag_heartbeat`), so its guard lapses and the peer takes the command
+    over; then the node goes on and calls. The designed script refuses that call; the plant
+    records it."""
     call = store.external_call
 
     def external_call(*args: Any, **kwargs: Any) -> int:
         if not once:
             once.append(True)
-            paused[0] = True
+            consumer.lag_heartbeat()
             time.sleep(pause_s)
-            paused[0] = False
+            consumer.resume_heartbeat()
         return call(*args, **kwargs)
 
     store.external_call = external_call
