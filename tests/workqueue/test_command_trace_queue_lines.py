@@ -119,11 +119,18 @@ def test_each_trace_of_a_batch_has_its_own_room(tmp_path: Path) -> None:
 
 def lost_before(trace: Trace, i: int) -> Trace:
     """`trace` with a guard_renew of line i's attempt, lost, just before line i (its heartbeat
-    found the guard gone before the handler's refused write), at line i's time and state."""
+    found the guard gone before the handler's refused write), at line i's time and state. A
+    heartbeat runs only once its lag is over: where the node's lag window is still open there,
+    it closes just before the renewal (its end line moves there)."""
     e = trace.events[i]
     lost = {"seq": 0, "node": e["node"], "op": "guard_renew", "now": e["now"], "cmd": e["cmd"], "outcome": "lost",
             "args": {"attempt": e["args"]["attempt"], "ttl_ms": trace.header["settings"]["guard_ttl_ms"]}, "state": e["state"]}
-    events = [*trace.events[:i], lost, *trace.events[i:]]
+    lag = [x for x in trace.events[:i] if x["node"] == e["node"] and x["op"] == "heartbeat_lag"]
+    before, after = list(trace.events[:i]), list(trace.events[i:])
+    if lag and lag[-1]["outcome"] == "start":
+        end = next(j for j, x in enumerate(after) if x["node"] == e["node"] and x["op"] == "heartbeat_lag")
+        before.append({**after.pop(end), "now": e["now"]})
+    events = [*before, lost, *after]
     return Trace(f"{trace.source}#lost-first", trace.header, tuple({**x, "seq": n} for n, x in enumerate(events, start=1)))
 
 

@@ -13,14 +13,14 @@ the module pays TLC's start-up a few times, not once per trace:
   command run at once; the two-step putIfOwner writes after its guard lapsed (a stale write);
 - a designed run with a heartbeat renewal dropped, or committed twice, is rejected at the next
   step that reads the entry's idle time (`args.idle_ms`), naming `idle_read`;
-- every hidden fault is paid for: a designed run whose header counts one fault fewer than it
-  injected is rejected (a lapse with no fault left names `RenewedWithinVT`, a logged rejection or
-  failed ack past its budget `faults.reject` / `faults.ack_fail`, at that line);
+- no hidden fault is free: a designed run with the fault lines of one kind taken out is rejected
+  (a lapse with no fault window names `RenewedWithinVT`, a rejection or failed ack with no
+  fault line before it `fault_line.reject` / `fault_line.ack_fail`, at that line);
 - the known-bad traces recorded with a bug planted in the code (tests/workqueue/known_bad.py)
   are rejected at the first line where an entry held by a running call has gone a VT unrenewed,
   naming `RenewedWithinVT`;
-- in a wall-clock trace a lapse is excused where the holder was silent long enough to have
-  stalled, and only there;
+- a real clock buys nothing: a lapse is excused only by a fault line whose window holds it (a
+  lag its node observed), however silent the holder was;
 - a header claiming a setting outside its bound (traces/systems/workqueue.yaml) is malformed,
   naming the field.
 """
@@ -126,6 +126,8 @@ def first_lapse(path: Path) -> int | None:
     for e in lines[1:-1]:
         if any(e["now"] - touched[x] >= vt for x in holder):
             return int(e["seq"])
+        if "entry" not in e:
+            continue  # a fault line or a stop: no store step
         x, node, op, out = e["entry"], e["node"], e["op"], e["outcome"]
         if op in ("receive_new", "reclaim"):
             touched[x], holder[x] = e["now"], node
@@ -149,19 +151,27 @@ def with_header(trace: Trace, tag: str, **changes: object) -> Trace:
     return Trace(f"{trace.source}#{tag}", head, trace.events)
 
 
-def one_fault_fewer(path: Path) -> list[tuple[Trace, str, int | None]]:
-    """For each fault kind the trace spec pays for that `path`'s header counts (heartbeat_lag,
-    reject, ack_fail), the trace with one fewer: what its rejection must name and where (the
-    last logged rejection or failed ack; None: a lapse, wherever the budget runs out)."""
-    trace = read_trace_file(path)
+def without_lines(trace: Trace, kind: str) -> Trace:
+    """`trace` with its fault lines of `kind` taken out (the rest numbered again)."""
+    kept = [e for e in trace.events if e["op"] != kind]
+    return Trace(f"{trace.source}#without-{kind}", trace.header, tuple({**e, "seq": i} for i, e in enumerate(kept, 1)))
+
+
+def without_faults(trace: Trace, needed: set[str]) -> list[tuple[Trace, str, int | None]]:
+    """For each fault kind whose lines `trace` has and the trace spec needs (heartbeat_lag and
+    crash when its acceptance was excused by them, `needed`; reject, ack_fail), the trace
+    without them: what its rejection must name and where (the first rejected invoke_start or
+    failed ack; None: a lapse, wherever the first one needed falls)."""
     out: list[tuple[Trace, str, int | None]] = []
-    for kind, n in (trace.header.get("faults") or {}).items():
-        if kind == "heartbeat_lag":
-            out.append((with_header(trace, f"{kind}-1", **{f"faults.{kind}": n - 1}), "RenewedWithinVT", None))
-        elif kind in ("reject", "ack_fail"):
+    for kind in sorted({e["op"] for e in trace.events} & {"heartbeat_lag", "crash", "reject", "ack_fail"}):
+        cut = without_lines(trace, kind)
+        if kind in ("heartbeat_lag", "crash"):
+            if kind in needed:
+                out.append((cut, "RenewedWithinVT", None))
+        else:
             op, outcome = ("invoke_start", "rejected") if kind == "reject" else ("ack", "failed")
-            last = max(int(e["seq"]) for e in trace.events if e["op"] == op and e["outcome"] == outcome)
-            out.append((with_header(trace, f"{kind}-1", **{f"faults.{kind}": n - 1}), f"faults.{kind}", last))
+            first = min(int(e["seq"]) for e in cut.events if e["op"] == op and e["outcome"] == outcome)
+            out.append((cut, f"fault_line.{kind}", first))
     return out
 
 
@@ -169,12 +179,13 @@ def one_fault_fewer(path: Path) -> list[tuple[Trace, str, int | None]]:
 OUT_OF_BOUNDS = {"settings.clock_slack_ms": 6, "settings.visibility_timeout_ms": 50,
                  "settings.concurrency": 65, "settings.max_processing_ms": 10}
 
-def holder_lapses(out: Path, busy: bool) -> Path:
+def holder_lapses(out: Path, busy: bool, observed: tuple[int, int] | None = None) -> Path:
     """A run driven step by step through the real store and node (fakeredis, a virtual clock): a
     takes x and runs it without a heartbeat; b reclaims x after 400 ms (VT 200, heartbeat 50).
-    With `busy`, a meanwhile handles short messages (at 100 ms, and from 190 to 250 ms), so that
-    it is not silent for the 150 ms a stall would need when x's lease lapses at 200 ms; else a
-    logs nothing after it took x. (Three polls only: a's fourth would try a reclaim first.)"""
+    With `busy`, a meanwhile handles short messages (at 100 ms, and from 190 to 250 ms); else a
+    logs nothing after it took x (silent for the 400 ms). With `observed` (since, at), a logs an
+    observed heartbeat lag at `at` ms that began at `since` ms (x's lease lapses at 200 ms).
+    (Three polls only: a's fourth would try a reclaim first.)"""
     from impl.clock import VirtualClock
     from impl.workqueue import recording
     from impl.workqueue.config import Settings
@@ -201,13 +212,17 @@ def holder_lapses(out: Path, busy: bool) -> Path:
             a.start(short)
             clock.advance(end - at)
             a.finish(short, "done")
+        if observed is not None:
+            clock.advance(observed[1] - (clock.now_ms() - 1_000_000))
+            q.line("a", "heartbeat_lag", "observed", late_ms=observed[1] - observed[0])
         clock.advance(400 - (clock.now_ms() - 1_000_000))
         taken = b.poll_and_admit()
         assert taken is not None and taken.entry == inv.entry and taken.source == "reclaim"
         b.reserve(taken)
         b.start(taken)
         b.finish(taken, "done")
-        return recording.export(out / f"holder-lapses-{'busy' if busy else 'quiet'}.ndjson", q, system="workqueue",
+        name = f"holder-lapses-{'busy' if busy else 'quiet'}{'-observed-%d-%d' % observed if observed else ''}"
+        return recording.export(out / f"{name}.ndjson", q, system="workqueue",
                                 settings=settings, gates=Gates(), nodes=["producer", "a", "b"], run="holder lapses")
 
 
@@ -248,26 +263,27 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     steady = [p for seed in range(4) for p in simulate(out, "workqueue", seed, crashes=1, faults=2, lags=0, closes=1)]
     cut = [m for p in steady for m in renewal_cut(p)][:4]
     assert len(cut) == 4, "the designed runs must renew an entry that then sees another renewal or its ack"
-    # Budgets: the designed workqueue runs (and seed 9, whose crash is needed: its node holds an
-    # entry and logs no more; seed 7, which rejects) with one fault fewer than they injected, or
-    # no crash.
-    seed9 = simulate(out, "workqueue", 9, **faults)[0]
-    seed7 = simulate(out, "workqueue", 7, **faults)[0]  # an executor rejection
-    fewer = [f for p in [*good, seed9, seed7] if p.name.startswith("workqueue-") for f in one_fault_fewer(p)]
-    nine = read_trace_file(seed9)
-    assert nine.header["faults"]["crash"] == 1
-    fewer.append((with_header(nine, "crash-1", **{"faults.crash": 0}), "RenewedWithinVT", None))
-    assert {w for _, w, _ in fewer} == {"RenewedWithinVT", "faults.reject", "faults.ack_fail"}
+    # No fault free: the designed workqueue runs (and the first seeds from 5 whose crash and
+    # rejection are needed) with the fault lines of one kind taken out.
+    extra = [simulate(out, "workqueue", seed, **faults)[0] for seed in range(5, 12)]
+    runs = [read_trace_file(p) for p in [*good, *extra] if p.name.startswith("workqueue-")]
+    excused = {v.source: {x.op for x in v.excused} for v in check_traces(runs, load_systems(ROOT), Tlc.locate())}
+    fewer = [f for t in runs for f in without_faults(t, excused[t.source])]
+    crashed = [p for p in extra if "crash" in excused[str(p)]]
+    assert crashed, "some seed from 5 to 11 must need its crash"
+    seed9 = crashed[0]
+    assert {w for _, w, _ in fewer} == {"RenewedWithinVT", "fault_line.reject", "fault_line.ack_fail"}, fewer
     known_bad = {str(p): first_lapse(p) for bug in KNOWN_BAD
                  for p in sorted((CORPUS[0] / "rejected").glob(f"*-{bug}*.ndjson"))}
     assert len(known_bad) == 2 * len(KNOWN_BAD) and all(known_bad.values()), known_bad
     base = read_trace_file(CORPUS[0] / "accepted" / "sim-reclaims-ack-failure-rejection.ndjson")
     bounds = {f: with_header(base, f"{f}={v}", **{f: v}) for f, v in OUT_OF_BOUNDS.items()}
     quiet, busy = holder_lapses(out, busy=False), holder_lapses(out, busy=True)
-    silence = {"quiet, wall clock": (with_header(read_trace_file(quiet), "wall", **{"settings.wall_clock": True}), None),
-               "quiet, simulated": (read_trace_file(quiet), first_lapse(quiet)),
-               "busy, wall clock": (with_header(read_trace_file(busy), "wall", **{"settings.wall_clock": True}),
-                                    first_lapse(busy))}
+    covered, early = holder_lapses(out, busy=True, observed=(150, 300)), holder_lapses(out, busy=False, observed=(210, 300))
+    silence = {"silent, no fault line": (read_trace_file(quiet), first_lapse(quiet)),
+               "busy, no fault line": (read_trace_file(busy), first_lapse(busy)),
+               "an observed lag that holds the lapse": (read_trace_file(covered), None),
+               "an observed lag that began after it": (read_trace_file(early), first_lapse(early))}
     items: list[Trace | TraceVerdict] = [read_trace_file(Path(p)) for p in [*corpus, *good, *seize, *unguarded, *two_step, seed9]]
     verdicts = check_traces([*items, *(m for m, _ in cut), *(t for t, _, _ in fewer), *bounds.values(),
                              *(t for t, _ in silence.values())],
@@ -324,15 +340,15 @@ def test_a_renewal_dropped_or_committed_twice_is_rejected_naming_the_idle_read(c
         assert_rejected(checked["verdicts"][src], src, "idle_read", line)
 
 
-def test_a_run_with_its_fault_counts_is_accepted(checked) -> None:
+def test_a_run_is_accepted_excused_by_the_fault_lines_it_needed(checked) -> None:
     v = checked["verdicts"][checked["seed9"]]
-    assert v.kind is TraceKind.ACCEPTED, v.describe()
+    assert v.kind is TraceKind.ACCEPTED and "crash" in {x.op for x in v.excused}, v.describe()
 
 
-def test_a_fault_past_the_headers_count_is_rejected_naming_the_budget(checked) -> None:
-    """The same designed runs, each with one fault fewer in the header: the hidden step (a lag,
-    a crash) or the logged fault (a rejection, a failed ack) the run needed is no longer paid
-    for."""
+def test_a_designed_run_without_its_fault_lines_is_rejected_where_they_were_needed(checked) -> None:
+    """The same designed runs, each with the fault lines of one kind taken out: the hidden step
+    (a lag, a crash) or the logged fault (a rejection, a failed ack) they excused has no
+    excuse left."""
     assert len(checked["fewer"]) >= 6
     for src, want, line in checked["fewer"]:
         assert_rejected(checked["verdicts"][src], src, want, line)
@@ -353,10 +369,10 @@ def test_a_header_setting_outside_its_bound_is_malformed_naming_it(checked) -> N
         assert field_name in (v.reason or ""), f"{src}: {v.reason}"
 
 
-def test_a_wall_clock_lapse_is_excused_only_after_a_silence_long_enough_to_be_a_stall(checked) -> None:
-    """No fault counted: a holder that logs nothing for 400 ms may have stalled on a real server
-    (accepted), not in a simulation (rejected where the lease lapses); a holder that keeps
-    logging had no stall to lose its lease to (rejected there too)."""
+def test_a_lapse_is_excused_only_inside_a_fault_line_window(checked) -> None:
+    """A holder silent for 400 ms is no evidence (rejected where the lease lapses), nor one that
+    keeps logging; a lag the holder observed and logged excuses the lapse only if its window
+    holds the moment the lease lapsed."""
     for what, (src, line) in checked["silence"].items():
         v = checked["verdicts"][src]
         if line is None:
