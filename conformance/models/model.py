@@ -12,21 +12,18 @@ same fields, so that both forms are checked alike.
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from conformance.errors import ModelFileError
 from conformance.models import cfg as cfglang
 from conformance.models.declared import declared_constants, defined_operators
+from conformance.models.schema import field_path, schema_errors
 
 DEFAULT_TIMEOUT = 600.0
 # What is staged beside the module for TLC (its folder and subfolders): bounded, since a model
@@ -36,6 +33,8 @@ MAX_STAGED_FILES = 2_000
 MAX_STAGED_BYTES = 64 * 1024 * 1024
 SKIPPED_DIRS = {"states", "__pycache__", "node_modules", "build", "dist"}
 MAX_CFG_BYTES = 1_000_000
+# What a model's name may hold (the schema's `name` pattern): files are named after it.
+MODEL_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 @dataclass(frozen=True)
@@ -119,15 +118,6 @@ class Model:
     def class_dirs(self) -> tuple[Path, ...]:
         """The folders (relative) holding Java override classes, for TLC's classpath."""
         return tuple(sorted({f.parent for f in self.spec_files if f.suffix == ".class"}))
-
-
-@cache
-def _schema() -> dict[str, Any]:
-    return json.loads(resources.files("conformance.models").joinpath("model.schema.json").read_text())
-
-
-def _field_path(error: jsonschema.ValidationError) -> str:
-    return ".".join(str(p) for p in error.absolute_path) or "(top level)"
 
 
 def _set_item(raw: Any) -> cfglang.CfgValue:
@@ -261,11 +251,11 @@ def parse_model(data: Any, path: Path, tla_dirs: tuple[Path, ...]) -> Model:
     """Check parsed YAML `data` of the file at `path` and turn it into a `Model`."""
     if not isinstance(data, dict):
         raise ModelFileError(f"{path}: a model file must be a YAML mapping, found {type(data).__name__}")
-    errors = sorted(jsonschema.Draft202012Validator(_schema()).iter_errors(data), key=lambda e: list(e.absolute_path))
+    errors = schema_errors(data)
     if errors:
         e = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise ModelFileError(f"{path}: field {_field_path(e)}: {e.message}{more}")
+        raise ModelFileError(f"{path}: field {field_path(e)}: {e.message}{more}")
 
     def bad(field_name: str, message: str) -> ModelFileError:
         return ModelFileError(f"{path}: field {field_name}: {message}")
@@ -293,7 +283,7 @@ def parse_model(data: Any, path: Path, tla_dirs: tuple[Path, ...]) -> Model:
         shown = module if module.endswith(".tla") else f"{module}.tla"
         raise bad("module", f"no module {shown} in {where}")
     if not re.fullmatch(cfglang.IDENT, module_path.stem):
-        raise bad("module", f"{module_path.name}: a module name is letters, digits and underscores, with a letter")
+        raise bad("module", f"{module_path.name!r}: a module name is letters, digits and underscores, with a letter")
     try:
         spec_files = staged_files(module_path.parent)
     except ModelFileError as exc:
@@ -373,9 +363,15 @@ def parse_model(data: Any, path: Path, tla_dirs: tuple[Path, ...]) -> Model:
 
     where = "cfg" if parsed is not None else None
     _check_names(constants, module_path, spec_files, data, bad, where)
+    name = data.get("name", path.stem)
+    if not MODEL_NAME.fullmatch(name):
+        # The schema checks a given name; one taken from the file's name is checked here. Files
+        # are written under it (`NAME.cfg`, `NAME.out`): no line break, no path separator.
+        raise bad("name", f"{name!r} (the file's name without .yaml when no name is given) is not a model name: "
+                          "letters, digits, `_`, `.` and `-` only; rename the file or give `name:`")
 
     return Model(
-        name=data.get("name", path.stem),
+        name=name,
         path=path,
         module=module_path.stem,
         module_path=module_path,

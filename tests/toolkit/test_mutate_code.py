@@ -38,6 +38,9 @@ def verdicts(out: str) -> dict[str, dict[str, str]]:
 
 @pytest.mark.parametrize(("edit", "message"), [
     (lambda t: t.replace("system: toy", "system: Toy!"), "system"),
+    (lambda t: t.replace("system: toy", 'system: "toy\\n"'), "system"),  # `$` would let a final line feed through
+    (lambda t: t.replace("name: m1", 'name: "m1\\n"'), "name"),
+    (lambda t: t.replace("tests: {run", '"tests\\n": {run'), "checks"),
     (lambda t: t.replace("class: c}", "class: c, extra: 1}"), "unknown field"),
     (lambda t: t.replace("file: a.py", "file: ../a.py"), "inside the project"),
     (lambda t: t.replace("replace: \"x < y\"", "replace: \"x <= y\""), "the same text"),
