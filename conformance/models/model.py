@@ -22,6 +22,7 @@ import yaml
 
 from conformance.errors import ModelFileError
 from conformance.models import cfg as cfglang
+from conformance.models.confine import Confinement
 from conformance.models.declared import declared_constants, defined_operators
 from conformance.models.schema import field_path, schema_errors
 
@@ -98,6 +99,13 @@ class Model:
     notes: tuple[str, ...] = ()  # warnings for the report (symmetry with a temporal property, ...)
     # The files TLC needs beside the module: relative to its folder (subfolders kept).
     spec_files: tuple[Path, ...] = ()
+
+    def __post_init__(self) -> None:
+        # The staged files go into the run directory and their folders on TLC's classpath: a
+        # path that leaves the module's folder would put something else there (a bug, not input).
+        for f in self.spec_files:
+            if f.is_absolute() or ".." in f.parts:
+                raise ValueError(f"{self.name}: a staged file must lie under the module's folder, got {f}")
 
     @property
     def assumptions_only(self) -> bool:
@@ -247,8 +255,12 @@ FROM_CFG = ("constants", "gates", "specification", "init", "next", "symmetry", "
             "action_constraint", "assumptions_only")
 
 
-def parse_model(data: Any, path: Path, tla_dirs: tuple[Path, ...]) -> Model:
-    """Check parsed YAML `data` of the file at `path` and turn it into a `Model`."""
+def parse_model(data: Any, path: Path, tla_dirs: tuple[Path, ...], confinement: Confinement | None = None) -> Model:
+    """Check parsed YAML `data` of the file at `path` and turn it into a `Model`.
+
+    With a `confinement` (the command line always gives one), the cfg, the module and the
+    module's folder must resolve inside it (`confine.py`), or the file is refused before either
+    is read; without one, they may be anywhere (a test's or a library caller's own files)."""
     if not isinstance(data, dict):
         raise ModelFileError(f"{path}: a model file must be a YAML mapping, found {type(data).__name__}")
     errors = schema_errors(data)
@@ -257,8 +269,8 @@ def parse_model(data: Any, path: Path, tla_dirs: tuple[Path, ...]) -> Model:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise ModelFileError(f"{path}: field {field_path(e)}: {e.message}{more}")
 
-    def bad(field_name: str, message: str) -> ModelFileError:
-        return ModelFileError(f"{path}: field {field_name}: {message}")
+    def bad(field_name: str, message: str, kind: type[ModelFileError] = ModelFileError) -> ModelFileError:
+        return kind(f"{path}: field {field_name}: {message}")
 
     cfg_path = cfg_text = None
     parsed: cfglang.CfgFile | None = None
@@ -266,10 +278,12 @@ def parse_model(data: Any, path: Path, tla_dirs: tuple[Path, ...]) -> Model:
         given = Path(data["cfg"])
         cfg_path = given if given.is_absolute() else path.parent / given
         try:
+            if confinement is not None:
+                confinement.check("the cfg", cfg_path)
             cfg_text = _read_cfg(cfg_path)
             parsed = cfglang.parse_cfg(cfg_text)
         except ModelFileError as exc:
-            raise bad("cfg", str(exc)) from None
+            raise bad("cfg", str(exc), type(exc)) from None
         for name in FROM_CFG:
             if name in data:
                 raise bad(name, f"comes from the cfg ({data['cfg']}): give it there, or give the whole model in YAML "
@@ -285,9 +299,14 @@ def parse_model(data: Any, path: Path, tla_dirs: tuple[Path, ...]) -> Model:
     if not re.fullmatch(cfglang.IDENT, module_path.stem):
         raise bad("module", f"{module_path.name!r}: a module name is letters, digits and underscores, with a letter")
     try:
+        if confinement is not None:
+            # The folder too: it is what is staged (and its .class files go on TLC's classpath),
+            # and a folder reached through a link may lie elsewhere than the file it holds.
+            confinement.check("the module", module_path)
+            confinement.check("the module's folder", module_path.parent)
         spec_files = staged_files(module_path.parent)
     except ModelFileError as exc:
-        raise bad("module", str(exc)) from None
+        raise bad("module", str(exc), type(exc)) from None
 
     notes: list[str] = []
     if parsed is not None:
@@ -433,8 +452,9 @@ def _check_names(constants: dict[str, Constant], module_path: Path, spec_files: 
         raise bad(where, f"{owner} declares no constant and defines no operator {name} (TLC would ignore it){hint}")
 
 
-def load_model(path: Path, tla_dirs: tuple[Path, ...] = ()) -> Model:
-    """Read and check the model file at `path`; modules are looked up beside it, then in `tla_dirs`."""
+def load_model(path: Path, tla_dirs: tuple[Path, ...] = (), confinement: Confinement | None = None) -> Model:
+    """Read and check the model file at `path`; modules are looked up beside it, then in
+    `tla_dirs`; with a `confinement`, the files it names must lie inside it (`parse_model`)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
@@ -447,4 +467,4 @@ def load_model(path: Path, tla_dirs: tuple[Path, ...] = ()) -> Model:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ModelFileError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
-    return parse_model(data, path, tla_dirs)
+    return parse_model(data, path, tla_dirs, confinement)

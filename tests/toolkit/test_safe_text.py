@@ -124,3 +124,23 @@ def test_a_usage_error_quoting_input_prints_it_escaped(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "no models/ directory" in proc.stderr and "Traceback" not in proc.stderr
     assert not raw_in(proc.stderr) and "proj\\x1b[32mACCEPTED\\u202e" in proc.stderr
 
+
+@pytest.mark.tlc
+def test_check_on_a_model_file_with_control_characters_in_its_name(tmp_path: Path) -> None:
+    # The file's name gives the model's name: refused (it would name the files written), shown
+    # escaped in the terminal, and the JUnit report still parses.
+    import shutil
+
+    project = Path(__file__).parent.parent / "fixtures" / "project"
+    shutil.copytree(project / "tla", tmp_path / "tla")
+    (tmp_path / "models").mkdir()
+    shutil.copy(project / "models" / "passing.yaml", tmp_path / "models" / "passing.yaml")
+    shutil.copy(project / "models" / "passing.yaml", tmp_path / "models" / "evil\x1b[32m\u202e\x0c.yaml")
+    junit = tmp_path / "out" / "junit.xml"
+    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "check", "--root", str(tmp_path), "--junit", str(junit),
+                           "-j", "1"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert not raw_in(proc.stdout) and "evil\\x1b[32m\\u202e\\x0c" in proc.stdout
+    assert "is not a model name" in proc.stdout.replace("\n", " ")
+    names = {c.get("name") for c in ET.parse(junit).getroot()}
+    assert names == {"passing", "evil\\x1b[32m\\u202e\\x0c"}
