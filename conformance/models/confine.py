@@ -54,5 +54,5 @@ class Confinement:
             return resolved
         also = f" or the allowed folders {', '.join(map(str, self.allowed))}" if self.allowed else ""
         raise PathNotAllowed(f"{what} {path} resolves to {resolved}, outside the project root {self.root}{also}: "
-                             f"leaseproof reads and runs only files inside them; to use it, pass "
+                             f"leaseproof reads and runs only files inside {'them' if self.allowed else 'it'}; to use it, pass "
                              f"--allow-path {resolved.parent}")
