@@ -1,7 +1,8 @@
 """The `leaseproof` command line: one sub-command per module, each registering its own parser.
 
 Errors are caught once, here: a `LeaseproofError` or `ImplError` prints as one line with the
-chain of its causes and exits 2; anything else is a bug and keeps its traceback.
+chain of its causes (control and bidi characters escaped: `safe_text.visible`) and exits 2;
+anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def describe(exc: BaseException) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     from conformance.errors import LeaseproofError
+    from conformance.output.safe_text import visible
     from impl.errors import ImplError
 
     parser = build_parser()
@@ -67,7 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (LeaseproofError, ImplError) as exc:
-        print(f"leaseproof: error: {describe(exc)}", file=sys.stderr)
+        # A message quotes input (a path, a name, a value): shown, never obeyed by the terminal.
+        print(f"leaseproof: error: {visible(describe(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("leaseproof: interrupted", file=sys.stderr)

@@ -24,7 +24,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from conformance.cli.options import output_dir
 from conformance.errors import LeaseproofError
+from conformance.output.safe_text import visible
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -38,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--quick", action="store_true",
                    help="only the mutants marked quick, each check as its quick command (the default test run's subset)")
     p.add_argument("--jobs", type=int, default=1, help="mutants checked at once (default 1)")
-    p.add_argument("--keep", type=Path, metavar="DIR", help="make the scratch copies under DIR and keep them")
+    p.add_argument("--keep", type=Path, metavar="DIR",
+                   help="make the scratch copies under DIR (made if it is not there) and keep them")
     p.add_argument("--json", action="store_true", help="print the matrix as JSON")
     p.add_argument("--compare", type=Path, metavar="EARLIER.json",
                    help="an earlier run's --json: list the cells whose verdict differs, and fail if any does")
@@ -76,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
     if not any(selected.values()):
         raise LeaseproofError(f"no mutant selected in {systems}{' (none is marked quick)' if args.quick else ''}")
     before = _earlier(args.compare) if args.compare is not None else None
+    if args.keep is not None:
+        output_dir("--keep", args.keep)  # as `check --keep`: made if missing, a usage error if it cannot be
     work = Path(tempfile.mkdtemp(prefix="lp-mutate-", dir=args.keep))
     rows: list[matrix.Row] = []
     checks_all: list[str] = []
@@ -117,9 +122,9 @@ def _earlier(path: Path) -> dict[tuple[str, str], str]:
 
 def _print_comparison(path: Path, cells: int, diffs: list) -> None:
     if not diffs:
-        print(f"the same verdicts as {path} in all {cells} cells both runs have")
+        print(visible(f"the same verdicts as {path} in all {cells} cells both runs have"))
     for d in diffs:
-        print(f"DIFFERS {d.mutant} {d.check}: {d.before} in {path}, {d.now} now")
+        print(visible(f"DIFFERS {d.mutant} {d.check}: {d.before} in {path}, {d.now} now"))
 
 
 def _print(rows: list, checks: list[str]) -> None:
@@ -127,14 +132,17 @@ def _print(rows: list, checks: list[str]) -> None:
     from rich.table import Table
 
     from conformance.mutate import matrix
+    from conformance.output.safe_text import markup
 
+    # What a check printed (an error's detail) and what a catalogue says are shown, not obeyed:
+    # pytest's `[100%]` is no markup, and its colours no escape sequences here.
     table = Table(title="kill matrix")
     table.add_column("mutant")
     for c in checks:
         table.add_column(c)
     table.add_column("s", justify="right")
     for r in rows:
-        table.add_row(f"{r.system}/{r.mutant}", *(matrix.cell_text(r.cells[c]) if c in r.cells else "-" for c in checks),
+        table.add_row(markup(f"{r.system}/{r.mutant}"), *(matrix.cell_text(r.cells[c]) if c in r.cells else "-" for c in checks),
                       f"{r.seconds:.1f}")
     console = Console(width=max(100, 24 + 18 * len(checks)))
     console.print(table)
@@ -142,10 +150,10 @@ def _print(rows: list, checks: list[str]) -> None:
         share = f"{100 * x.share:.0f}%" if x.share is not None else "-"
         console.print(f"{x.check}: killed {x.killed} of the {x.observed} mutants it ran on ({share})")
     for r in matrix.survivors(rows):
-        console.print(f"SURVIVED {r.system}/{r.mutant} ({r.bug_class})")
+        console.print(markup(f"SURVIVED {r.system}/{r.mutant} ({r.bug_class})"))
     for r, check in matrix.errors(rows):
-        console.print(f"ERROR {r.system}/{r.mutant} {check}: {r.cells[check].detail}")
+        console.print(markup(f"ERROR {r.system}/{r.mutant} {check}: {r.cells[check].detail}"))
     for r, check in matrix.missed(rows):
-        console.print(f"MISSED {r.system}/{r.mutant} {check}: was to kill it (the quick subset), {r.cells[check].verdict}")
+        console.print(markup(f"MISSED {r.system}/{r.mutant} {check}: was to kill it (the quick subset), {r.cells[check].verdict}"))
     console.print(f"{len(rows)} mutants, {sum(r.killed for r in rows)} killed, "
                   f"{sum(r.equivalent for r in rows)} equivalent, {sum(r.seconds for r in rows):.1f} s of checks")

@@ -18,7 +18,9 @@ import sys
 from pathlib import Path
 
 from conformance.cli.check import load_selected
+from conformance.cli.options import add_allow_path
 from conformance.errors import LeaseproofError
+from conformance.output.safe_text import visible
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -36,6 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="where the engine keeps its rows: memory:// (the twin, default), sqlite (a fresh file, "
                         "one connection per node) or a store URL")
     p.add_argument("--json", action="store_true", help="print the replays as JSON")
+    add_allow_path(p)
     p.set_defaults(func=run)
 
 
@@ -43,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     """Run `leaseproof replay`."""
     from conformance.replay import run as replay_run
 
-    models, refused = load_selected(args.root, [args.model], quick=False)
+    models, refused = load_selected(args.root, [args.model], quick=False, allowed=args.allow_path)
     if refused:
         raise LeaseproofError(refused[0].verdict.message or f"{args.model}: the model file was refused")
     if len(models) != 1:
@@ -63,9 +66,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         for o in outcomes:
             mark = "PASS" if o.passed else "FAIL"
-            print(f"{mark} {model.name} [{o.mode.name}: {o.mode.why}]: {o.result['verdict']} "
-                  f"(expected {o.mode.expect}) - {o.result['reason']}")
+            print(visible(f"{mark} {model.name} [{o.mode.name}: {o.mode.why}]: {o.result['verdict']} "
+                          f"(expected {o.mode.expect}) - {o.result['reason']}"))
             for note in o.result.get("notes", []):
-                print(f"  note: {note}")
-            print(o.table)
+                print(visible(f"  note: {note}"))
+            print(visible(o.table, lines=True))
     return 0 if passed else 1

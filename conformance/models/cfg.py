@@ -35,7 +35,7 @@ from conformance.errors import ModelFileError
 
 # An identifier as TLA+ has it: letters, digits and underscores, at least one letter.
 IDENT = r"[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*"
-_IDENT = re.compile(rf"^{IDENT}$")
+_IDENT = re.compile(IDENT)  # whole (fullmatch): `$` would let a final line feed through
 _TOKEN = re.compile(rf'\s+|\\\*[^\n]*|"(?:\\.|[^"\\\n])*"|<-|[{{}}\[\](),=]|{IDENT}|\d+|\S')
 
 LIST_KEYWORDS = {
@@ -175,7 +175,7 @@ class _Parser:
 
     def name(self, what: str) -> str:
         tok = self.take(what)
-        if not _IDENT.match(tok.text) or tok.text in KEYWORDS:
+        if not _IDENT.fullmatch(tok.text) or tok.text in KEYWORDS:
             raise ModelFileError(f"line {tok.line}: expected {what}, found {tok.text!r}")
         return tok.text
 
@@ -187,7 +187,7 @@ class _Parser:
 
     def at_name(self) -> bool:
         tok = self.peek()
-        return tok is not None and bool(_IDENT.match(tok.text)) and tok.text not in KEYWORDS
+        return tok is not None and bool(_IDENT.fullmatch(tok.text)) and tok.text not in KEYWORDS
 
     def value(self, depth: int = 0) -> CfgValue:
         if depth > MAX_DEPTH:
@@ -214,7 +214,7 @@ class _Parser:
         if tok.text == "-":
             raise ModelFileError(f"line {tok.line}: TLC 2.15's cfg has no negative numbers; define the value in the "
                                  "spec and override it (`N <- MCN`)")
-        if _IDENT.match(tok.text) and tok.text not in KEYWORDS:
+        if _IDENT.fullmatch(tok.text) and tok.text not in KEYWORDS:
             return ModelValueName(tok.text)
         raise ModelFileError(f"line {tok.line}: expected a value, found {tok.text!r}")
 

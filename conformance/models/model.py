@@ -12,21 +12,19 @@ same fields, so that both forms are checked alike.
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from conformance.errors import ModelFileError
 from conformance.models import cfg as cfglang
+from conformance.models.confine import Confinement
 from conformance.models.declared import declared_constants, defined_operators
+from conformance.models.schema import field_path, schema_errors
 
 DEFAULT_TIMEOUT = 600.0
 # What is staged beside the module for TLC (its folder and subfolders): bounded, since a model
@@ -36,6 +34,8 @@ MAX_STAGED_FILES = 2_000
 MAX_STAGED_BYTES = 64 * 1024 * 1024
 SKIPPED_DIRS = {"states", "__pycache__", "node_modules", "build", "dist"}
 MAX_CFG_BYTES = 1_000_000
+# What a model's name may hold (the schema's `name` pattern): files are named after it.
+MODEL_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,13 @@ class Model:
     # The files TLC needs beside the module: relative to its folder (subfolders kept).
     spec_files: tuple[Path, ...] = ()
 
+    def __post_init__(self) -> None:
+        # The staged files go into the run directory and their folders on TLC's classpath: a
+        # path that leaves the module's folder would put something else there (a bug, not input).
+        for f in self.spec_files:
+            if f.is_absolute() or ".." in f.parts:
+                raise ValueError(f"{self.name}: a staged file must lie under the module's folder, got {f}")
+
     @property
     def assumptions_only(self) -> bool:
         """An ASSUME-only spec: no behaviour to explore, only its assumptions to evaluate."""
@@ -119,15 +126,6 @@ class Model:
     def class_dirs(self) -> tuple[Path, ...]:
         """The folders (relative) holding Java override classes, for TLC's classpath."""
         return tuple(sorted({f.parent for f in self.spec_files if f.suffix == ".class"}))
-
-
-@cache
-def _schema() -> dict[str, Any]:
-    return json.loads(resources.files("conformance.models").joinpath("model.schema.json").read_text())
-
-
-def _field_path(error: jsonschema.ValidationError) -> str:
-    return ".".join(str(p) for p in error.absolute_path) or "(top level)"
 
 
 def _set_item(raw: Any) -> cfglang.CfgValue:
@@ -257,18 +255,22 @@ FROM_CFG = ("constants", "gates", "specification", "init", "next", "symmetry", "
             "action_constraint", "assumptions_only")
 
 
-def parse_model(data: Any, path: Path, tla_dirs: tuple[Path, ...]) -> Model:
-    """Check parsed YAML `data` of the file at `path` and turn it into a `Model`."""
+def parse_model(data: Any, path: Path, tla_dirs: tuple[Path, ...], confinement: Confinement | None = None) -> Model:
+    """Check parsed YAML `data` of the file at `path` and turn it into a `Model`.
+
+    With a `confinement` (the command line always gives one), the cfg, the module and the
+    module's folder must resolve inside it (`confine.py`), or the file is refused before either
+    is read; without one, they may be anywhere (a test's or a library caller's own files)."""
     if not isinstance(data, dict):
         raise ModelFileError(f"{path}: a model file must be a YAML mapping, found {type(data).__name__}")
-    errors = sorted(jsonschema.Draft202012Validator(_schema()).iter_errors(data), key=lambda e: list(e.absolute_path))
+    errors = schema_errors(data)
     if errors:
         e = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise ModelFileError(f"{path}: field {_field_path(e)}: {e.message}{more}")
+        raise ModelFileError(f"{path}: field {field_path(e)}: {e.message}{more}")
 
-    def bad(field_name: str, message: str) -> ModelFileError:
-        return ModelFileError(f"{path}: field {field_name}: {message}")
+    def bad(field_name: str, message: str, kind: type[ModelFileError] = ModelFileError) -> ModelFileError:
+        return kind(f"{path}: field {field_name}: {message}")
 
     cfg_path = cfg_text = None
     parsed: cfglang.CfgFile | None = None
@@ -276,10 +278,12 @@ def parse_model(data: Any, path: Path, tla_dirs: tuple[Path, ...]) -> Model:
         given = Path(data["cfg"])
         cfg_path = given if given.is_absolute() else path.parent / given
         try:
+            if confinement is not None:
+                confinement.check("the cfg", cfg_path)
             cfg_text = _read_cfg(cfg_path)
             parsed = cfglang.parse_cfg(cfg_text)
         except ModelFileError as exc:
-            raise bad("cfg", str(exc)) from None
+            raise bad("cfg", str(exc), type(exc)) from None
         for name in FROM_CFG:
             if name in data:
                 raise bad(name, f"comes from the cfg ({data['cfg']}): give it there, or give the whole model in YAML "
@@ -293,11 +297,16 @@ def parse_model(data: Any, path: Path, tla_dirs: tuple[Path, ...]) -> Model:
         shown = module if module.endswith(".tla") else f"{module}.tla"
         raise bad("module", f"no module {shown} in {where}")
     if not re.fullmatch(cfglang.IDENT, module_path.stem):
-        raise bad("module", f"{module_path.name}: a module name is letters, digits and underscores, with a letter")
+        raise bad("module", f"{module_path.name!r}: a module name is letters, digits and underscores, with a letter")
     try:
+        if confinement is not None:
+            # The folder too: it is what is staged (and its .class files go on TLC's classpath),
+            # and a folder reached through a link may lie elsewhere than the file it holds.
+            confinement.check("the module", module_path)
+            confinement.check("the module's folder", module_path.parent)
         spec_files = staged_files(module_path.parent)
     except ModelFileError as exc:
-        raise bad("module", str(exc)) from None
+        raise bad("module", str(exc), type(exc)) from None
 
     notes: list[str] = []
     if parsed is not None:
@@ -373,9 +382,15 @@ def parse_model(data: Any, path: Path, tla_dirs: tuple[Path, ...]) -> Model:
 
     where = "cfg" if parsed is not None else None
     _check_names(constants, module_path, spec_files, data, bad, where)
+    name = data.get("name", path.stem)
+    if not MODEL_NAME.fullmatch(name):
+        # The schema checks a given name; one taken from the file's name is checked here. Files
+        # are written under it (`NAME.cfg`, `NAME.out`): no line break, no path separator.
+        raise bad("name", f"{name!r} (the file's name without .yaml when no name is given) is not a model name: "
+                          "letters, digits, `_`, `.` and `-` only; rename the file or give `name:`")
 
     return Model(
-        name=data.get("name", path.stem),
+        name=name,
         path=path,
         module=module_path.stem,
         module_path=module_path,
@@ -437,8 +452,9 @@ def _check_names(constants: dict[str, Constant], module_path: Path, spec_files: 
         raise bad(where, f"{owner} declares no constant and defines no operator {name} (TLC would ignore it){hint}")
 
 
-def load_model(path: Path, tla_dirs: tuple[Path, ...] = ()) -> Model:
-    """Read and check the model file at `path`; modules are looked up beside it, then in `tla_dirs`."""
+def load_model(path: Path, tla_dirs: tuple[Path, ...] = (), confinement: Confinement | None = None) -> Model:
+    """Read and check the model file at `path`; modules are looked up beside it, then in
+    `tla_dirs`; with a `confinement`, the files it names must lie inside it (`parse_model`)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
@@ -451,4 +467,4 @@ def load_model(path: Path, tla_dirs: tuple[Path, ...] = ()) -> Model:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ModelFileError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
-    return parse_model(data, path, tla_dirs)
+    return parse_model(data, path, tla_dirs, confinement)

@@ -35,7 +35,7 @@ import yaml
 
 from conformance.errors import LeaseproofError
 
-NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")  # whole (fullmatch): `$` would let a final line feed through
 MAX_MUTANTS = 500  # a catalogue is read from the user's files: bound what it may claim
 MAX_TIMEOUT_S = 3 * 3600
 
@@ -129,7 +129,7 @@ def _text(where: str, value: Any, *, limit: int = 10_000, empty: bool = False) -
 
 def _check(path: Path, name: str, raw: Any) -> Check:
     where = f"{path}: checks.{name}"
-    if not NAME.match(name) or not isinstance(raw, dict):
+    if not NAME.fullmatch(name) or not isinstance(raw, dict):
         raise CatalogueError(f"{where}: a check is a lower_case name with {{run: [...], timeout_s: N}}")
     run = raw.get("run")
     if not isinstance(run, list) or not run or not all(isinstance(a, str) for a in run):
@@ -150,7 +150,7 @@ def _mutant(path: Path, system: str, i: int, raw: Any, checks: dict[str, Check])
     if not isinstance(raw, dict):
         raise CatalogueError(f"{path}: mutants[{i}]: expected a mapping")
     name = raw.get("name")
-    if not isinstance(name, str) or not NAME.match(name):
+    if not isinstance(name, str) or not NAME.fullmatch(name):
         raise CatalogueError(f"{path}: mutants[{i}].name: expected a lower_case name, got {name!r}")
     where = f"{path}: mutant {name}"
     known = {"name", "file", "find", "replace", "breaks", "class", "count", "blind", "equivalent", "quick"}
@@ -204,7 +204,7 @@ def parse_catalogue(path: Path, text: str) -> Catalogue:
     if not isinstance(raw, dict):
         raise CatalogueError(f"{path}: expected a mapping with system, checks and mutants")
     system = raw.get("system")
-    if not isinstance(system, str) or not NAME.match(system):
+    if not isinstance(system, str) or not NAME.fullmatch(system):
         raise CatalogueError(f"{path}: system: expected a lower_case name")
     raw_checks = raw.get("checks")
     if not isinstance(raw_checks, dict) or not raw_checks:

@@ -1,12 +1,30 @@
-"""Outcomes as JUnit XML, for CI systems that draw test reports: one test case per model."""
+"""Outcomes as JUnit XML, for CI systems that draw test reports: one test case per model.
+
+Every document is well-formed whatever its names and messages hold: XML 1.0 has no way to
+write most C0 characters (not even `&#0;`), and a CI server drops a report it cannot parse
+whole. So each attribute and text goes through `safe_text.visible` as the tree is serialised
+(`_serialise`, the one way out of this module): `\x1b`, `\x00`, `\u202e` are written out.
+"""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
 from conformance.check.compare import Outcome, actual_label
+from conformance.output.safe_text import visible
 from conformance.output.verdict import Kind
 from conformance.traces.trace import TraceKind, TraceVerdict
+
+
+def _serialise(suite: ET.Element) -> str:
+    """The document, every attribute value and text escaped (line feeds kept in texts: a
+    failure's body lists a line per field), indented."""
+    for node in suite.iter():
+        node.attrib = {k: visible(v) for k, v in node.attrib.items()}
+        if node.text is not None:
+            node.text = visible(node.text, lines=True)
+    ET.indent(suite)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 
 
 def junit_xml(outcomes: list[Outcome], suite_name: str = "leaseproof.models") -> str:
@@ -27,8 +45,7 @@ def junit_xml(outcomes: list[Outcome], suite_name: str = "leaseproof.models") ->
             node.text = o.verdict.message or o.verdict.summary()
         out = ET.SubElement(case, "system-out")
         out.text = f"expected {o.model.expect.describe()}; actual {o.verdict.summary()}; distinct states {o.verdict.stats.distinct_states}"
-    ET.indent(suite)
-    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+    return _serialise(suite)
 
 
 def traces_junit_xml(verdicts: list[TraceVerdict], failing_skips: list[TraceVerdict] = (),  # type: ignore[assignment]
@@ -54,5 +71,4 @@ def traces_junit_xml(verdicts: list[TraceVerdict], failing_skips: list[TraceVerd
             ET.SubElement(case, "error", {"message": v.describe(), "type": v.kind.value})
         elif v.kind is TraceKind.SKIPPED:
             ET.SubElement(case, "skipped", {"message": v.describe()})
-    ET.indent(suite)
-    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+    return _serialise(suite)

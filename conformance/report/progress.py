@@ -19,6 +19,8 @@ from types import TracebackType
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from conformance.output.safe_text import markup, visible
+
 
 def estimate(done: int, total: int, elapsed: float) -> float | None:
     """Seconds left at the mean pace so far; None before the first item ends."""
@@ -88,9 +90,10 @@ class ItemProgress:
         with self._lock:
             self.done += 1
             if self._bar is not None and self._task is not None:
-                self._bar.update(self._task, advance=1, description=f"{self.what}: {label}")
+                # The bar's description is markup; a label names input (a system, a file): escaped.
+                self._bar.update(self._task, advance=1, description=f"{markup(self.what)}: {markup(label)}")
             else:
-                line = f"{label} ({progress_suffix(self.done, self.total, self.clock() - self._start)})"
+                line = f"{visible(label)} ({progress_suffix(self.done, self.total, self.clock() - self._start)})"
                 self.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:

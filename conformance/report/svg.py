@@ -1,6 +1,8 @@
 """A `Swimlane` as an SVG picture. Pure: the layout (where each lane, row and line goes) is
 computed here, and drawn by `templates/swimlane.svg.j2` with autoescaping on, so that a TLA+ value
-or a trace field (untrusted: `<script>` in a trace is text) never becomes markup.
+or a trace field (untrusted: `<script>` in a trace is text) never becomes markup; and every
+text a template writes has its control and bidi characters escaped first (`safe_text.visible`:
+autoescaping leaves a U+202E that reverses a row, or a NUL no XML reader takes).
 
     step | action            | n1              | n2              | store
     -----+-------------------+-----------------+-----------------+-------------
@@ -20,7 +22,9 @@ from dataclasses import dataclass
 from functools import cache
 
 import jinja2
+from markupsafe import Markup
 
+from conformance.output.safe_text import visible
 from conformance.report.swimlane import Change, Swimlane
 
 CHAR_W = 7.25  # the width of a character of the 12 px monospace font, near enough (a little over: highlights cover the text)
@@ -88,8 +92,8 @@ def lane_widths(sl: Swimlane) -> list[int]:
     LANE_MIN (a node that never changes, a short value) and LANE_W (longer is cut)."""
     out = []
     for lane in sl.lanes:
-        longest = max((len(c.text()) for r in sl.rows for c in r.cell(lane)), default=0)
-        text = max(longest, len(lane)) * CHAR_W + 2 * PAD + 4
+        longest = max((len(visible(c.text())) for r in sl.rows for c in r.cell(lane)), default=0)
+        text = max(longest, len(visible(lane))) * CHAR_W + 2 * PAD + 4
         out.append(int(min(LANE_W, max(LANE_MIN, text))))
     return out
 
@@ -97,7 +101,7 @@ def lane_widths(sl: Swimlane) -> list[int]:
 def layout(sl: Swimlane) -> Layout:
     """Place every lane, row and change of `sl`."""
     widths = lane_widths(sl)
-    action_w = int(min(ACTION_W, max(ACTION_MIN, max((len(r.action) for r in sl.rows), default=0) * CHAR_W + 2 * PAD + 8)))
+    action_w = int(min(ACTION_W, max(ACTION_MIN, max((len(visible(r.action)) for r in sl.rows), default=0) * CHAR_W + 2 * PAD + 8)))
     lane_x = [NUM_W + action_w + sum(widths[:i]) for i in range(len(sl.lanes))]
     action_chars = int((action_w - 2 * PAD) / CHAR_W)
     lanes_right = NUM_W + action_w + sum(widths)
@@ -111,13 +115,16 @@ def layout(sl: Swimlane) -> Layout:
             chars = int((w - 2 * PAD) / CHAR_W)
             tallest = max(tallest, len(changes))
             for j, c in enumerate(changes):
-                shown = _cut(c.text(), chars)
-                lines.append(Line(x + PAD, y + PAD + (j + 1) * LINE_H - 4, shown, c.text(), c.changed,
+                # Escaped before it is measured and cut: `\x1b` takes four characters' room.
+                whole = visible(c.text())
+                shown = _cut(whole, chars)
+                lines.append(Line(x + PAD, y + PAD + (j + 1) * LINE_H - 4, shown, whole, c.changed,
                                   len(shown) * CHAR_W + 4))
-        note = tuple(textwrap.wrap(r.note, int((lanes_right - NUM_W - 2 * PAD) / CHAR_W) - 2)) if r.marked else ()
+        note_text, action = visible(r.note), visible(r.action)
+        note = tuple(textwrap.wrap(note_text, int((lanes_right - NUM_W - 2 * PAD) / CHAR_W) - 2)) if r.marked else ()
         height = tallest * LINE_H + 2 * PAD + NOTE_H * len(note)
-        rows.append(RowBox(i, r.number, _cut(r.action, action_chars), r.action, y, height, tuple(lines), r.marked,
-                           note, r.note))
+        rows.append(RowBox(i, r.number, _cut(action, action_chars), action, y, height, tuple(lines), r.marked,
+                           note, note_text))
         y += height
     loop = stutter = None
     if sl.loop_to is not None and rows:
@@ -130,10 +137,16 @@ def layout(sl: Swimlane) -> Layout:
     return Layout(width, y + PAD, lanes_right, tuple(zip(sl.lanes, lane_x)), tuple(rows), loop, stutter, sl.title)
 
 
+def _shown(value: object) -> object:
+    # Each `{{ }}`'s value before autoescaping; markup already made (an inline SVG) went through here.
+    return visible(value, lines=True) if isinstance(value, str) and not isinstance(value, Markup) else value
+
+
 @cache
 def environment() -> jinja2.Environment:
-    """The report templates, autoescaped (HTML and SVG alike: what they show is untrusted)."""
-    return jinja2.Environment(loader=jinja2.PackageLoader("conformance.report", "templates"),
+    """The report templates, autoescaped and with every text's control and bidi characters
+    escaped (HTML and SVG alike: what they show is untrusted)."""
+    return jinja2.Environment(loader=jinja2.PackageLoader("conformance.report", "templates"), finalize=_shown,
                               autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 

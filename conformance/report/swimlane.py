@@ -27,7 +27,7 @@ from conformance.traces.trace import Trace, TraceVerdict
 
 STORE = "store"
 _MISSING = object()  # a key absent on one side of a diff
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # whole (fullmatch), not `$`: a final line feed is no field name
 # Trace fields every event has, shown as the row's action or not at all (seq is the row's number).
 _EVENT_FRAME = ("kind", "seq", "node", "op", "outcome", "state")
 
@@ -91,7 +91,7 @@ class Swimlane:
 
 def _key_text(key: Any) -> str:
     # A record's field reads `.field`; a function's argument `[n1]`.
-    if type(key) is str and _IDENT.match(key):
+    if type(key) is str and _IDENT.fullmatch(key):
         return f".{key}"
     return f"[{format_value(key)}]"
 

@@ -1,10 +1,16 @@
-"""Trace verdicts in words: the summary line, the list of what did not pass, and JSON."""
+"""Trace verdicts in words: the summary line, the list of what did not pass, and JSON.
+
+A trace is untrusted input: its file name, its ops and the values it logged reach these lines,
+so each line comes out through `safe_text.visible` (an ESC or a U+202E shown, not obeyed by the
+terminal). JSON needs nothing of the kind: `json.dump` escapes them itself.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any
 
+from conformance.output.safe_text import visible
 from conformance.traces.coverage import Coverage
 from conformance.traces.selftest import MutationResult
 from conformance.traces.trace import TraceKind, TraceVerdict
@@ -21,6 +27,11 @@ def summary_line(verdicts: list[TraceVerdict]) -> str:
     return ", ".join(parts)
 
 
+def verdict_line(v: TraceVerdict) -> str:
+    """`REJECTED     out/t.ndjson: rejected at event 4 (...)`: a trace's verdict as the terminal lists it."""
+    return visible(f"{v.kind.value.upper():12} {v.source}: {v.describe()}")
+
+
 def mutation_lines(result: MutationResult) -> list[str]:
     """`N of N mutants rejected`, per operator, then every survivor and exclusion with why."""
     lines = [f"{result.rejected} of {result.total} mutants rejected"]
@@ -33,7 +44,7 @@ def mutation_lines(result: MutationResult) -> list[str]:
         lines.append(f"  SURVIVOR [{m.operator}] {m.original}: {m.change} -> {v.describe()}")
     for e in result.excluded:
         lines.append(f"  excluded [{e.operator}] {e.original}: {e.why}")
-    return lines
+    return [visible(line) for line in lines]
 
 
 def coverage_lines(cov: Coverage) -> list[str]:
@@ -42,7 +53,7 @@ def coverage_lines(cov: Coverage) -> list[str]:
     lines = [f"{cov.system}: exercised {seen or 'nothing'}"]
     for name, n in cov.required.items():
         lines.append(f"  {'ok' if n else 'MISSING'}: {name} ({n} seen)")
-    return lines
+    return [visible(line) for line in lines]
 
 
 def source_line(cov: Coverage) -> str:
@@ -51,8 +62,8 @@ def source_line(cov: Coverage) -> str:
     met = len(cov.required) - len(cov.missing)
     head = f"coverage {cov.source} ({cov.system}, {cov.traces} accepted):"
     if not cov.missing:
-        return f"{head} ok, {met} of {len(cov.required)} required behaviours seen"
-    return f"{head} MISSING {', '.join(cov.missing)} ({met} of {len(cov.required)} seen)"
+        return visible(f"{head} ok, {met} of {len(cov.required)} required behaviours seen")
+    return visible(f"{head} MISSING {', '.join(cov.missing)} ({met} of {len(cov.required)} seen)")
 
 
 def verdict_json(v: TraceVerdict) -> dict[str, Any]:

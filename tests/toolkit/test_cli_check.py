@@ -194,3 +194,10 @@ def test_an_unknown_tlc_main_is_a_one_line_error() -> None:
     proc = leaseproof("check", "--root", str(PROJECT), "--dry-run", "passing", env={"LEASEPROOF_TLC_MAIN": "fast"})
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "LEASEPROOF_TLC_MAIN is 'fast': use local (the default) or stock" in proc.stderr
+
+
+def test_an_output_folder_that_cannot_be_made_is_a_one_line_error_before_tlc_runs(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("in the way")
+    for option, value in (("--keep", "file"), ("--html", "file/report"), ("--junit", "file/junit.xml")):
+        said = one_line_error(leaseproof("check", "--root", str(PROJECT), "passing", option, str(tmp_path / value)))
+        assert f"{option} {tmp_path / 'file'}" in said and "cannot make the folder" in said

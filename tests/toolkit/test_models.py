@@ -52,6 +52,12 @@ def with_(**changes: Any) -> dict[str, Any]:
         (with_(cfg="nope.cfg"), "cfg", "no cfg file"),
         (with_(init="Init"), "next", "go together"),
         ({k: v for k, v in GOOD.items() if k != "why"}, "(top level)", "'why' is a required property"),
+        # Python's `$` matches before a final line feed; JSON Schema's (ECMA-262's) does not.
+        (with_(name="inmem_overlap\n"), "name", "does not match"),
+        (with_(constants={"Limit\n": 3, "Cap": 5, "Nodes": ["n1", "n2"]}), "constants", "does not match"),
+        (with_(gates={"Flag\n": True}), "gates", "does not match"),
+        (with_(invariants=["TypeOK\n"]), "invariants.0", "does not match"),
+        (with_(expect={"verdict": "violated", "property": "BelowCap\n"}), "expect.property", "does not match"),
     ],
 )
 def test_invalid_model_names_file_and_field(tmp_path: Path, data: dict[str, Any], field: str, says: str) -> None:
@@ -149,3 +155,15 @@ def test_assumptions_are_read_whole_or_not_at_all(tmp_path: Path) -> None:
     for odd in ("ASSUME Pos == C > 0\n", "  ASSUME C > 0\n", "ASSUME C > 0\n/\\ C < 9\n"):
         (tmp_path / "M.tla").write_text(f"---- MODULE M ----\nEXTENDS Naturals\nCONSTANTS C\n{odd}====\n")
         assert assumptions(tmp_path / "M.tla") is None, odd
+
+
+def test_a_name_taken_from_the_files_name_is_a_model_name_too(tmp_path: Path) -> None:
+    # Files are written under a model's name (NAME.cfg, NAME.out): a line feed in it is refused.
+    import yaml
+
+    path = tmp_path / "inmem_overlap\n.yaml"
+    path.write_text(yaml.safe_dump(GOOD))
+    with pytest.raises(ModelFileError, match=r"field name: 'inmem_overlap\\n' \(the file's name .*is not a model name"):
+        load_model(path, TLA)
+    (tmp_path / "inmem_overlap.yaml").write_text(yaml.safe_dump(GOOD))
+    assert load_model(tmp_path / "inmem_overlap.yaml", TLA).name == "inmem_overlap"

@@ -38,6 +38,9 @@ def verdicts(out: str) -> dict[str, dict[str, str]]:
 
 @pytest.mark.parametrize(("edit", "message"), [
     (lambda t: t.replace("system: toy", "system: Toy!"), "system"),
+    (lambda t: t.replace("system: toy", 'system: "toy\\n"'), "system"),  # `$` would let a final line feed through
+    (lambda t: t.replace("name: m1", 'name: "m1\\n"'), "name"),
+    (lambda t: t.replace("tests: {run", '"tests\\n": {run'), "checks"),
     (lambda t: t.replace("class: c}", "class: c, extra: 1}"), "unknown field"),
     (lambda t: t.replace("file: a.py", "file: ../a.py"), "inside the project"),
     (lambda t: t.replace("replace: \"x < y\"", "replace: \"x <= y\""), "the same text"),
@@ -202,3 +205,14 @@ def test_every_mutant_of_the_project_catalogues_applies_to_the_source() -> None:
     for cat in load_catalogues(ROOT).values():
         for m in cat.mutants:
             m.apply((ROOT / m.file).read_text(encoding="utf-8"))
+
+
+def test_keep_makes_its_folder_as_check_keep_does_and_refuses_one_it_cannot_make(tmp_path: Path) -> None:
+    keep = tmp_path / "not" / "there"
+    proc = mutate(TOY, "--checks", "always_passes", "--mutant", "boundary_off_by_one", "--keep", str(keep))
+    assert "Traceback" not in proc.stderr and proc.returncode in (0, 1), proc.stderr
+    assert [p.name[:10] for p in keep.iterdir()] == ["lp-mutate-"]  # the scratch copies, kept there
+    (tmp_path / "file").write_text("in the way")
+    proc = mutate(TOY, "--checks", "always_passes", "--keep", str(tmp_path / "file" / "sub"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith(f"leaseproof: error: --keep {tmp_path / 'file' / 'sub'}: cannot make the folder")

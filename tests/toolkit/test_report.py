@@ -202,3 +202,12 @@ def test_the_node_lanes_are_the_actors_of_each_spec() -> None:
     assert lanes == {"engine/inmem_overlap_unguarded": ("n1", "n2"), "workqueue/no_owner_check": ("c1", "c2"),
                      "command/no_terminal_check": ("w1", "w2")}
     assert nodes_of(load_model(PROJECT / "models" / "lasso.yaml", (PROJECT / "tla",))) == ()  # a store lane only
+
+
+def test_a_key_with_a_final_line_feed_is_shown_as_a_key_not_as_a_field() -> None:
+    # `.name` is for a field name; `$` let `a\n` pass for one and printed the line feed.
+    from conformance.output.values import FrozenDict
+    from conformance.report.swimlane import changes_of
+
+    lanes = changes_of({"r": FrozenDict({"a\n": 1, "b": 1})}, {"r": FrozenDict({"a\n": 2, "b": 2})}, frozenset())
+    assert [c.path for c in lanes["store"]] == ['r["a\\n"]', "r.b"]
