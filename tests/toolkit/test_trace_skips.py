@@ -76,7 +76,8 @@ def test_each_feature_of_a_skip_must_be_allowed(tmp_path: Path, capsys: pytest.C
 def test_json_and_junit_say_which_skips_failed_and_which_were_allowed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     allowed = claiming(DOUBLE_RUN, tmp_path / "allowed.ndjson", "direct_calls")
     failing = claiming(DOUBLE_RUN, tmp_path / "failing.ndjson", "direct_calls", "concurrent_calls")
-    status, out, _ = run(capsys, "--allow-skip", "direct_calls", "--json", "--junit", str(tmp_path / "t.xml"), str(tmp_path))
+    status, out, _ = run(capsys, "--allow-skip", "direct_calls", "--json", "--junit", str(tmp_path / "t.xml"),
+                         "--html", str(tmp_path / "html"), str(tmp_path))
     doc = json.loads(out)
     assert status == 1 and doc["passed"] is False
     assert doc["skips"] == {"allow_skip": ["direct_calls"], "allowed": {"direct_calls": 1}, "failed": {"concurrent_calls": 1}}
@@ -88,6 +89,7 @@ def test_json_and_junit_say_which_skips_failed_and_which_were_allowed(tmp_path: 
     failure = cases[failing.name].find("failure")
     assert failure is not None and failure.get("type") == "skipped"
     assert failure.get("message", "").endswith("[fails: concurrent_calls not allowed (--allow-skip concurrent_calls allows it)]")
+    assert "skips: 1 allowed (direct_calls 1), 1 failed (concurrent_calls 1)" in (tmp_path / "html" / "index.html").read_text()
 
 
 def test_an_unknown_feature_or_the_removed_skip_ok_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
