@@ -1,11 +1,11 @@
 """`leaseproof traces lint|check`: validate trace files against the schema and the specs.
 
-Exit status of `check`: 0 when every trace was accepted or skipped (and, with --self-test,
-the known traces got their verdicts, every mutant was rejected, and coverage was met, with
---coverage-per-source by each source directory by itself); 1
-otherwise (a skip too, with --fail-on-skip, unless --skip-ok matches the trace's path); 2 when
-the command could not run. A trace is skipped only for a feature its system file declares out of
-scope; every skip is listed with its reason.
+Exit status of `check`: 0 when every trace was accepted, or skipped for features the command
+allows (`--allow-skip FEATURE`), and coverage was met (with --coverage-per-source by each source
+directory by itself; with --self-test, the known traces got their verdicts and every mutant was
+rejected); 1 otherwise; 2 when the command could not run (an --allow-skip feature no system file
+declares out of scope among them). A trace is skipped only for a feature its system file
+declares out of scope; every skip is listed with its reason and whether it was allowed.
 """
 
 from __future__ import annotations
@@ -24,13 +24,15 @@ from rich.console import Console
 
 from conformance.check.runner import Tlc
 from conformance.errors import LeaseproofError
-from conformance.report.trace_report import coverage_lines, mutation_lines, source_line, summary_line, verdict_json
+from conformance.output.safe_text import visible
+from conformance.report.trace_report import coverage_lines, mutation_lines, source_line, summary_line, verdict_json, verdict_line
 from conformance.report.progress import ItemProgress
 from conformance.traces.batch import TRACE_HEAP_MB, Batch
 from conformance.traces.check import DEFAULT_BATCH, check_traces
 from conformance.traces.coverage import by_source, coverage, source_of
 from conformance.traces.read import DEFAULT_LIMITS, Limits, read_trace_file, trace_files
 from conformance.traces.selftest import check_corpus, check_mutants
+from conformance.traces.skips import Skip, allowed_features, counts, judge, skip_line
 from conformance.traces.system import load_systems
 from conformance.traces.trace import Trace, TraceKind, TraceVerdict
 
@@ -68,10 +70,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     check.add_argument("-w", "--workers", type=int, default=None, help="TLC workers (default: all cores)")
     check.add_argument("--keep", type=Path, metavar="DIR", help="keep the generated TLA+ modules in DIR")
     check.add_argument("-v", "--verbose", action="store_true", help="list every trace, not only those that did not pass")
+    check.add_argument("--allow-skip", action="append", default=[], metavar="FEATURE",
+                       help="a trace skipped for FEATURE (one its system file declares out of scope) does not fail the "
+                            "check; a trace skipped for several features needs each allowed (repeatable). Without it, "
+                            "every skip fails")
     check.add_argument("--fail-on-skip", action="store_true",
-                       help="a skipped trace fails the check (for trace sets that should have none)")
-    check.add_argument("--skip-ok", action="append", default=[], metavar="GLOB",
-                       help="with --fail-on-skip, skips of traces whose path matches GLOB are allowed (repeatable)")
+                       help="deprecated, does nothing: a skip fails by default (name the features allowed with --allow-skip)")
+    # Removed: it allowed skips by path, whatever feature made them. Kept only to say so.
+    check.add_argument("--skip-ok", action="append", default=[], metavar="GLOB", help=argparse.SUPPRESS)
     check.add_argument("--no-faults", action="store_true",
                        help="the run injected no fault: a trace with a fault line (a crash, a lag, a lapse, ...) is "
                             "rejected there, instead of the hidden steps the line would excuse")
@@ -94,9 +100,13 @@ def _limits(args: argparse.Namespace) -> Limits:
     return replace(DEFAULT_LIMITS, max_events=args.max_events, max_bytes=args.max_bytes)
 
 
-def skip_failures(verdicts: list[TraceVerdict], allowed: list[str]) -> list[TraceVerdict]:
-    """The skipped traces that --fail-on-skip fails: those whose path matches no `allowed` glob."""
-    return [v for v in verdicts if v.kind is TraceKind.SKIPPED and not any(fnmatch(v.source, g) for g in allowed)]
+def _allowed_skips(args: argparse.Namespace, systems: dict[str, Any]) -> frozenset[str]:
+    """--allow-skip's features, each one some system file declares out of scope (else a usage
+    error: a typo must not allow everything, nor quietly nothing)."""
+    if args.skip_ok:
+        raise LeaseproofError(f"--skip-ok {args.skip_ok[0]}: removed, since it allowed a skip by path whatever made it; "
+                              f"name the out-of-scope features whose skips you allow: --allow-skip FEATURE")
+    return allowed_features(args.allow_skip, systems)
 
 
 def _per_source(args: argparse.Namespace, files: list[Path], items: list[Any], verdicts: list[TraceVerdict],
@@ -138,14 +148,16 @@ def _progress(what: str) -> Iterator[dict[str, Any]]:
 
 
 def _write_reports(args: argparse.Namespace, items: list[Any], verdicts: list[TraceVerdict],
-                   systems: dict[str, Any], summary: str) -> None:
+                   systems: dict[str, Any], summary: str, skips: list[Skip]) -> None:
     """--junit FILE and --html DIR: the same verdicts as XML and as a page with swimlanes."""
     where = sys.stderr if args.json else sys.stdout
     if args.junit:
         from conformance.report.junit import traces_junit_xml
 
+        by_source = {v.source: v for v in verdicts}
         args.junit.parent.mkdir(parents=True, exist_ok=True)
-        args.junit.write_text(traces_junit_xml(verdicts, failing_skips=skip_failures(verdicts, args.skip_ok) if args.fail_on_skip else []),
+        args.junit.write_text(traces_junit_xml(verdicts, failing_skips=[by_source[s.source] for s in skips if not s.allowed],
+                                               skip_notes={s.source: s.note(args.allow_skip) for s in skips}),
                               encoding="utf-8")
     if args.html:
         from conformance.report.html import trace_sections, traces_html, write_report
@@ -164,10 +176,10 @@ def run_lint(args: argparse.Namespace) -> int:
     for path in files:
         item = read_trace_file(path, limits=limits)
         if isinstance(item, Trace):
-            print(f"ok        {path}: {item.system}, {len(item.events)} events")
+            print(visible(f"ok        {path}: {item.system}, {len(item.events)} events"))
         else:
             bad += 1
-            print(f"malformed {path}: {item.reason}")
+            print(visible(f"malformed {path}: {item.reason}"))
     print(f"{len(files) - bad} of {len(files)} trace files well formed")
     return 1 if bad else 0
 
@@ -180,6 +192,7 @@ def run_check(args: argparse.Namespace) -> int:
     systems = load_systems(args.root)
     if not systems:
         raise LeaseproofError(f"no system files in {args.root / 'traces' / 'systems'}: run from the project directory or pass --root")
+    allowed = _allowed_skips(args, systems)
     tlc = Tlc.locate()
     if args.tlc_heap < 64:
         raise LeaseproofError(f"--tlc-heap {args.tlc_heap}: TLC needs at least 64 MiB")
@@ -200,30 +213,35 @@ def run_check(args: argparse.Namespace) -> int:
             else:
                 print("self-test failed before any trace was checked:")
                 for p in corpus.problems:
-                    print(f"  {p}")
+                    print(f"  {visible(p)}")
             return 1
         if not args.json:
             print(f"self-test: {corpus.checked} known traces got their known verdicts")
 
     with _progress("trace batches") as p:
         verdicts = check_traces(items, systems, tlc, keep_dir=args.keep, no_faults=args.no_faults, **opts, **p)
-    out["traces"] = [verdict_json(v) for v in verdicts]
+    skips = judge(items, verdicts, systems, allowed)
+    notes = {s.source: s for s in skips}
+    out["traces"] = [verdict_json(v) | ({"skip": {"features": list(notes[v.source].features), "allowed": notes[v.source].allowed}}
+                                        if v.source in notes else {}) for v in verdicts]
     out["summary"] = summary_line(verdicts)
     failed |= any(v.kind in (TraceKind.REJECTED, TraceKind.MALFORMED, TraceKind.INCONCLUSIVE) for v in verdicts)
-    bad_skips = skip_failures(verdicts, args.skip_ok) if args.fail_on_skip else []
-    failed |= bool(bad_skips)
-    out["skips_failed"] = [v.source for v in bad_skips]
+    failed |= any(not s.allowed for s in skips)
+    out["skips"] = {"allow_skip": sorted(allowed), **counts(skips, allowed)}
+    out["skips_failed"] = [s.source for s in skips if not s.allowed]
     if not args.json:
         for v in verdicts:
-            # Every skip is listed with its reason: a skip is never a quiet pass.
+            # Every skip is listed with its reason and whether it passes: a skip is never a quiet pass;
+            # an acceptance that needed a fault line says so.
             if args.verbose or v.kind is not TraceKind.ACCEPTED or v.excused:
-                print(f"{v.kind.value.upper():12} {v.source}: {v.describe()}")
+                note = f" [{notes[v.source].note(allowed)}]" if v.source in notes else ""
+                print(verdict_line(v) + visible(note))
         print(out["summary"])
-        if bad_skips:
-            print(f"--fail-on-skip: {len(bad_skips)} trace(s) skipped where none may be"
-                  + (f" (allowed: {', '.join(args.skip_ok)})" if args.skip_ok else ""))
+        if skips:
+            print(skip_line(skips, allowed))
 
-    _write_reports(args, items, verdicts, systems, out["summary"])
+    # The page's summary names the skips too: its table shows a skip as passing, allowed or not.
+    _write_reports(args, items, verdicts, systems, "; ".join(x for x in (out["summary"], skip_line(skips, allowed)) if x), skips)
 
     accepted = [i for i, v in zip(items, verdicts) if isinstance(i, Trace) and v.kind is TraceKind.ACCEPTED]
     in_scope = {i.system for i, v in zip(items, verdicts) if isinstance(i, Trace) and v.kind is not TraceKind.SKIPPED}
@@ -236,7 +254,7 @@ def run_check(args: argparse.Namespace) -> int:
         if cov.missing and not args.no_coverage:
             failed = True
             if not args.json:
-                print(f"coverage guard: {name} traces never showed {', '.join(cov.missing)}")
+                print(visible(f"coverage guard: {name} traces never showed {', '.join(cov.missing)}"))
     if args.coverage_per_source:
         failed |= _per_source(args, files, items, verdicts, systems, out) and not args.no_coverage
 

@@ -9,6 +9,7 @@ whole. So each attribute and text goes through `safe_text.visible` as the tree i
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 
 from conformance.check.compare import Outcome, actual_label
 from conformance.output.safe_text import visible
@@ -49,11 +50,13 @@ def junit_xml(outcomes: list[Outcome], suite_name: str = "leaseproof.models") ->
 
 
 def traces_junit_xml(verdicts: list[TraceVerdict], failing_skips: list[TraceVerdict] = (),  # type: ignore[assignment]
-                     suite_name: str = "leaseproof.traces") -> str:
+                     suite_name: str = "leaseproof.traces", skip_notes: Mapping[str, str] | None = None) -> str:
     """A `<testsuite>` document, one test case per trace: a rejection is a failure (its message
     the line and why), a malformed or inconclusive trace an error, a skip skipped with its reason
-    (a failure where --fail-on-skip fails it: `failing_skips`)."""
+    (a failure where the command did not allow it: `failing_skips`). `skip_notes` adds to a
+    skip's message, by its source, which features made it and whether they were allowed."""
     failing = {v.source for v in failing_skips}
+    notes = skip_notes or {}
     errors = sum(v.kind in (TraceKind.MALFORMED, TraceKind.INCONCLUSIVE) for v in verdicts)
     failures = sum(v.kind is TraceKind.REJECTED or v.source in failing for v in verdicts)
     skipped = sum(v.kind is TraceKind.SKIPPED and v.source not in failing for v in verdicts)
@@ -63,12 +66,13 @@ def traces_junit_xml(verdicts: list[TraceVerdict], failing_skips: list[TraceVerd
         path = v.source.replace("\\", "/")
         folder, _, name = path.rpartition("/")
         case = ET.SubElement(suite, "testcase", {"classname": folder.replace("/", ".").strip(".") or "traces", "name": name})
+        message = v.describe() + (f" [{notes[v.source]}]" if v.kind is TraceKind.SKIPPED and v.source in notes else "")
         if v.kind is TraceKind.REJECTED or v.source in failing:
-            node = ET.SubElement(case, "failure", {"message": v.describe(), "type": v.kind.value})
+            node = ET.SubElement(case, "failure", {"message": message, "type": v.kind.value})
             # The message says it in one line; the body lists each field that disagrees.
-            node.text = "\n".join(d.describe() for d in v.diffs) or v.describe()
+            node.text = "\n".join(d.describe() for d in v.diffs) or message
         elif v.kind in (TraceKind.MALFORMED, TraceKind.INCONCLUSIVE):
             ET.SubElement(case, "error", {"message": v.describe(), "type": v.kind.value})
         elif v.kind is TraceKind.SKIPPED:
-            ET.SubElement(case, "skipped", {"message": v.describe()})
+            ET.SubElement(case, "skipped", {"message": message})
     return _serialise(suite)

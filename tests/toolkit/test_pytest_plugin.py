@@ -3,7 +3,9 @@ on a copy of the fixture project's toy (tests/fixtures/project/joblease.py).
 
 Each session that checks traces costs a TLC run (and the xdist one, two worker start-ups), so
 one session, under xdist, holds every verdict: a trace accepted, the toy's planted bug rejected
-at its line, a truncated and a garbage trace malformed, the corpus, a test that recorded nothing.
+at its line, a truncated and a garbage trace malformed, the corpus, a test that recorded nothing,
+two test ids that differ in a replaced character, a 300-character entity, failing tests with
+and without a trace. Skips, coverage and the other failures are decided without TLC.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from conformance.pytest_plugin import RecordingError, TraceRecorder, trace_dir_name, trace_file_name
 
 pytestmark = pytest.mark.tlc
 
@@ -61,11 +65,46 @@ CHECKERS = """
 """
 
 
+def where(test: str, entity: str = "trace") -> str:
+    """Where the recorder writes `test`'s trace of `entity`, relative to --leaseproof-traces."""
+    return f"{trace_dir_name('test_toy.py::' + test)}/{trace_file_name(entity)}"
+
+
 def test_a_session_under_xdist_fails_on_each_bad_trace_and_says_where(project: pytest.Pytester) -> None:
-    """Two xdist workers record; the controller alone checks, once, when both are done."""
+    """Two xdist workers record; the controller alone checks, once, when both are done. No
+    trace is lost: not when two test ids differ in a replaced character (`job/1`, `job_1`: they
+    shared a file, and the good trace overwrote the double run), not a 300-character entity's
+    (its file name was too long), not a failing test's; and a failing test that recorded
+    nothing is named, not passed over."""
     pytest.importorskip("xdist")
     project.makeconftest(CHECKERS)
     project.makepyfile(test_toy=GOOD + textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.parametrize("bug", [True, False], ids=["job/1", "job_1"])
+        def test_one_job(leaseproof_recorder, bug):
+            clock = ManualClock(5_000)
+            with leaseproof_recorder.open(header("job", 1000, check_owner_on_renew=not bug)) as trace:
+                two_workers(Slot(1000, clock, trace.event, check_owner_on_renew=not bug), clock)
+
+        def test_long_entity(leaseproof_recorder):
+            clock = ManualClock(5_000)
+            with leaseproof_recorder.open(header("long", 1000), entity="e" * 300) as trace:
+                two_workers(Slot(1000, clock, trace.event), clock)
+
+        def test_fails_after_recording(leaseproof_recorder):
+            # Left open: the fixture closes it when the test ends, failed or not.
+            trace = leaseproof_recorder.open(header("failing", 1000))
+            clock = ManualClock(5_000)
+            two_workers(Slot(1000, clock, trace.event), clock)
+            raise AssertionError("the test failed after recording")
+
+        def test_fails_before_recording(leaseproof_recorder):
+            raise AssertionError("the test failed before it recorded anything")
+
+        def test_system_dies(leaseproof_trace_dir):
+            raise RuntimeError("the system under test died before writing its trace")
+
         def test_planted_bug(leaseproof_recorder):
             clock = ManualClock(5_000)
             with leaseproof_recorder.open(header("bug", 1000, check_owner_on_renew=False)) as trace:
@@ -91,47 +130,68 @@ def test_a_session_under_xdist_fails_on_each_bad_trace_and_says_where(project: p
             shutil.copytree("traces/corpus/joblease", leaseproof_trace_dir, dirs_exist_ok=True)
     """))
     result = project.runpytest(*PLUGIN, "-n", "2", "--leaseproof-traces", "out", "--leaseproof-root", ".")
-    result.assert_outcomes(passed=6)  # every test passed: the traces alone fail the session
+    result.assert_outcomes(passed=9, failed=3)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     out = result.stdout.str()
+    planted = ('rejected at event 5 (renew by w1): no behaviour of the spec explains it; disagrees on outcome (spec "lost", '
+               'trace "renewed"), expires (spec 2501, trace 2751), version (spec 3, trace 4)')
     result.stdout.fnmatch_lines([
+        "*= short test summary info =*",
         "*= leaseproof traces =*",
-        'REJECTED     test_toy.py_test_planted_bug/trace.ndjson: rejected at event 5 (renew by w1): no behaviour of the '
-        'spec explains it; disagrees on outcome (spec "lost", trace "renewed"), expires (spec 2501, trace 2751), '
-        'version (spec 3, trace 4)',
-        "FAILED: 3 of 6 in-scope runs accepted, 0 skipped, 3 rejected, 2 malformed (8 trace files in *out)",
+        f"REJECTED     {where('test_planted_bug')}: {planted}",
     ])
-    assert "REJECTED     test_toy.py_test_corpus/rejected/rejected-renew-without-owner-check.ndjson: rejected at event 5" in out
-    assert ("REJECTED     test_toy.py_test_corpus/rejected/rejected-restart-not-counted.ndjson: rejected at event 2 "
-            "(acquire by w2)") in out
-    assert "accepted-" not in out.split("leaseproof traces")[1]
-    assert "MALFORMED    test_toy.py_test_truncated/cut.ndjson: malformed: truncated: no end line after 1 events" in out
-    assert "MALFORMED    test_toy.py_test_garbage/junk.ndjson: malformed: line 1: not JSON" in out
-    assert "test_good" not in out.split("leaseproof traces")[1]  # an accepted trace is not listed
-    assert not (project.path / "out" / "test_toy.py_test_records_nothing").exists()
+    section = out.split("= leaseproof traces =")[1]
+    assert f"REJECTED     {where('test_one_job[job/1]')}: {planted}" in section
+    corpus = trace_dir_name("test_toy.py::test_corpus")
+    assert f"REJECTED     {corpus}/rejected/rejected-renew-without-owner-check.ndjson: rejected at event 5" in section
+    assert f"REJECTED     {corpus}/rejected/rejected-restart-not-counted.ndjson: rejected at event 2 (acquire by w2)" in section
+    assert "accepted-" not in section
+    truncated, garbage = trace_dir_name("test_toy.py::test_truncated"), trace_dir_name("test_toy.py::test_garbage")
+    assert f"MALFORMED    {truncated}/cut.ndjson: malformed: truncated: no end line after 1 events" in section
+    assert f"MALFORMED    {garbage}/junk.ndjson: malformed: line 1: not JSON" in section
+    for test, entity in (("test_good", "trace"), ("test_one_job[job_1]", "trace"), ("test_long_entity", "e" * 300),
+                         ("test_fails_after_recording", "trace")):
+        assert (project.path / "out" / where(test, entity)).read_text().endswith('{"count": 10, "kind": "end"}\n'), test
+        assert trace_dir_name(f"test_toy.py::{test}") not in section  # accepted: not listed
+    assert (project.path / "out" / trace_dir_name("test_toy.py::test_records_nothing")).is_dir()  # it passed: not listed
+    assert "test_records_nothing" not in section
+    lines = out.splitlines()
+    assert [ln for ln in lines if ln.startswith("NO TRACE")] == [
+        f"NO TRACE     test_toy.py::{t}: the test failed before it recorded a trace; nothing of its run was checked"
+        for t in ("test_fails_before_recording", "test_system_dies")]
+    # The verdict is the summary's last line, and pytest's own last line counts it.
+    assert lines[-2].startswith("FAILED: 6 of 10 in-scope runs accepted, 0 skipped, 4 rejected, 2 malformed; "
+                                "2 failing test(s) recorded no trace (12 trace files in "), lines[-2]
+    assert re.fullmatch(r"=+ 3 failed, 9 passed, (\d+ warnings?, )?1 leaseproof check failed in .* =+", lines[-1]), lines[-1]
     assert (project.path / "checkers.txt").read_text() == "controller\n"
 
 
 def test_the_toy_projects_own_tests_pass_under_the_plugin(project: pytest.Pytester) -> None:
     """The worked example as a user runs it: the project's tests/test_joblease.py (one trace by
-    the recorder, one written by the toy into its test's directory), listed with -v."""
+    the recorder, one written by the toy into its test's directory), listed with -v, coverage
+    required (by default). The options now the default are still accepted."""
     shutil.copytree(PROJECT / "tests", project.path / "tests")
     shutil.copy(PROJECT / "conftest.py", project.path)
     result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".", "-v", "--leaseproof-coverage",
-                               "tests")
+                               "--leaseproof-fail-on-skip", "tests")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.OK
+    restart = trace_dir_name("tests/test_joblease.py::test_a_restart_frees_the_slot")
+    turns = trace_dir_name("tests/test_joblease.py::test_two_workers_take_turns")
     result.stdout.fnmatch_lines([
         "*= leaseproof traces =*",
-        "ACCEPTED     tests_test_joblease.py_test_a_restart_frees_the_slot/slot.ndjson: accepted",
-        "ACCEPTED     tests_test_joblease.py_test_two_workers_take_turns/trace.ndjson: accepted",
+        f"ACCEPTED     {restart}/slot.ndjson: accepted",
+        f"ACCEPTED     {turns}/{trace_file_name('trace')}: accepted",
         "passed: 2 of 2 in-scope runs accepted, 0 skipped (2 trace files in *out)",
     ])
+    assert "coverage" not in result.stdout.str().split("= leaseproof traces =")[1]
 
 
-def test_coverage_is_listed_and_fails_only_when_asked(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_coverage_fails_by_default_and_is_only_listed_when_not_asked(project: pytest.Pytester,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The wiring alone, without TLC: every trace is taken as accepted. One that never shows a
-    takeover or a stale renewal misses both of joblease.yaml's coverage requirements."""
+    takeover or a stale renewal misses both of joblease.yaml's coverage requirements, which
+    fails the session (as `traces check` does) unless --leaseproof-no-coverage."""
     from conformance.traces import check
     from conformance.traces.trace import TraceKind, TraceVerdict
 
@@ -149,12 +209,13 @@ def test_coverage_is_listed_and_fails_only_when_asked(project: pytest.Pytester, 
     args = (*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".")
     missing = ("coverage: the accepted joblease traces never showed the slot acquired after the other worker held it, "
                "a stale renewal refused while the other worker holds the slot")
-    result = project.runpytest(*args)
-    assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines([f"not seen     {missing} (--leaseproof-coverage fails on it)", "passed: 1 of 1 *"])
-    strict = project.runpytest(*args, "--leaseproof-coverage")
+    strict = project.runpytest(*args)
     assert strict.ret == pytest.ExitCode.TESTS_FAILED
-    strict.stdout.fnmatch_lines([f"MISSING      {missing}", "FAILED: 1 of 1 *"])
+    strict.stdout.fnmatch_lines([f"MISSING      {missing}", "FAILED: 1 of 1 *", "=*= 1 passed, * 1 leaseproof check failed in *"])
+    lenient = project.runpytest(*args, "--leaseproof-no-coverage")
+    assert lenient.ret == pytest.ExitCode.OK
+    lenient.stdout.fnmatch_lines([f"not seen     {missing} (--leaseproof-no-coverage: not a failure)", "passed: 1 of 1 *"])
+    assert "leaseproof check failed" not in lenient.stdout.str()
 
 
 def test_inert_without_the_option(project: pytest.Pytester) -> None:
@@ -181,21 +242,28 @@ def test_inert_without_the_option(project: pytest.Pytester) -> None:
 
 
 def test_nothing_recorded_is_said_and_fails(project: pytest.Pytester) -> None:
-    """Also: an earlier session's directory is cleared first, so its traces are not checked again."""
-    earlier = project.path / "out" / "test_toy.py_test_gone"
+    """Also: an earlier session's directory is cleared first, so its traces are not checked
+    again; a failing test that recorded nothing is named; the verdict is the last line."""
+    earlier = project.path / "out" / trace_dir_name("test_toy.py::test_broken")
     earlier.mkdir(parents=True)
     shutil.copy(PROJECT / "traces" / "corpus" / "joblease" / "accepted" / "accepted-two-workers.ndjson", earlier)
     (project.path / "out" / ".leaseproof-traces").write_text("")
-    project.makepyfile(test_toy="def test_quiet():\n    pass\n")
+    project.makepyfile(test_toy="def test_quiet():\n    pass\n\ndef test_broken(leaseproof_recorder):\n    assert False\n")
     result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=1, failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["FAILED: no traces were recorded in *out: nothing was checked"])
+    result.stdout.fnmatch_lines([
+        "*= short test summary info =*", "FAILED test_toy.py::test_broken - assert False",
+        "*= leaseproof traces =*",
+        "NO TRACE     test_toy.py::test_broken: the test failed before it recorded a trace; nothing of its run was checked",
+        "FAILED: no traces were recorded in *out: nothing was checked; 1 failing test(s) recorded no trace",
+        "=*= 1 failed, 1 passed, * 1 leaseproof check failed in *"])
 
 
-def test_skips_are_listed_and_fail_only_when_asked(project: pytest.Pytester) -> None:
+def test_a_skip_fails_unless_its_feature_is_allowed(project: pytest.Pytester) -> None:
     """A trace using a feature its system file declares out of scope (the counter's `reset`):
-    decided without TLC, listed with its reason."""
+    decided without TLC, listed with its reason, and a failure unless --leaseproof-allow-skip
+    names the feature; a name no system file declares is refused before any test runs."""
     project.makepyfile(test_toy="""
         def test_reset(leaseproof_recorder):
             leaseproof_recorder.write({"system": "counter", "settings": {"limit": 3}, "nodes": ["n1"], "features": ["reset"]},
@@ -203,13 +271,26 @@ def test_skips_are_listed_and_fail_only_when_asked(project: pytest.Pytester) -> 
                                         "state": {"x": 1, "seen": {"n1": 1}}}])
     """)
     args = (*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".")
-    result = project.runpytest(*args)
-    assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["SKIPPED      test_toy.py_test_reset/trace.ndjson: skipped: uses reset, which the "
-                                 "TraceCounter spec does not model*", "passed: 0 of 0 in-scope runs accepted, 1 skipped*"])
-    strict = project.runpytest(*args, "--leaseproof-fail-on-skip")
+    reset = where("test_reset")
+    strict = project.runpytest(*args)
     assert strict.ret == pytest.ExitCode.TESTS_FAILED
-    strict.stdout.fnmatch_lines(["FAILED: 0 of 0 in-scope runs accepted, 1 skipped*"])
+    why = "skipped: uses reset, which the TraceCounter spec does not model: the counter's spec has no reset"
+    lines = strict.stdout.lines
+    assert f"SKIPPED      {reset}: {why} (a fixture feature declared out of scope) " \
+           f"[fails: reset not allowed (--leaseproof-allow-skip reset allows it)]" in lines
+    assert lines[-2].startswith("FAILED: 0 of 0 in-scope runs accepted, 1 skipped; skips: 0 allowed, 1 failed (reset 1); "
+                                "--leaseproof-allow-skip FEATURE allows a feature's skips (1 trace files in ")
+    allowed = project.runpytest(*args, "--leaseproof-allow-skip", "reset")
+    assert allowed.ret == pytest.ExitCode.OK
+    assert f"SKIPPED      {reset}: {why} (a fixture feature declared out of scope) [allowed (reset)]" in allowed.stdout.lines
+    assert allowed.stdout.lines[-2].startswith("passed: 0 of 0 in-scope runs accepted, 1 skipped; skips: 1 allowed (reset 1), "
+                                               "0 failed (1 trace files in ")
+    typo = project.runpytest(*PLUGIN, "--leaseproof-traces", "fresh", "--leaseproof-root", ".", "--leaseproof-allow-skip", "rest")
+    assert typo.ret == pytest.ExitCode.USAGE_ERROR
+    typo.stderr.fnmatch_lines(["*--leaseproof-allow-skip 'rest': no system file declares that feature out of scope, so it "
+                               "allows nothing; the features declared out of scope are: reset (counter)"])
+    assert "Traceback" not in typo.stderr.str() + typo.stdout.str()
+    assert not (project.path / "fresh").exists()  # refused before anything ran
 
 
 def test_a_project_without_system_files_is_said_and_fails(project: pytest.Pytester) -> None:
@@ -221,8 +302,10 @@ def test_a_project_without_system_files_is_said_and_fails(project: pytest.Pytest
             assert leaseproof_trace_dir.is_dir() and leaseproof_recorder.path_for().parent == leaseproof_trace_dir
 
         def test_one_trace_per_entity(leaseproof_recorder):
+            from conformance.pytest_plugin import RecordingError
+
             leaseproof_recorder.open(header("a", 1000), entity="job")
-            with pytest.raises(ValueError, match="already recorded a trace of 'job'"):
+            with pytest.raises(RecordingError, match="already recorded a trace of 'job'"):
                 leaseproof_recorder.open(header("b", 1000), entity="job")
     """))
     result = project.runpytest(*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", "empty")
@@ -266,6 +349,30 @@ def test_the_corpus_is_what_the_toy_records(tmp_path: Path, monkeypatch: pytest.
     for name in names:
         assert (tmp_path / name).read_text() == (corpus / name).read_text(), name
     assert re.search(r'"check_owner_on_renew": false', (corpus / "rejected" / "rejected-renew-without-owner-check.ndjson").read_text())
+
+
+def test_names_are_stable_distinct_and_bounded() -> None:
+    """A test id or entity made safe for a file name, cut to a readable length, and followed
+    by a hash of the whole: the same id gives the same name, ids that read alike do not."""
+    assert trace_dir_name("t.py::test_x[job/1]") == trace_dir_name("t.py::test_x[job/1]")
+    assert trace_dir_name("t.py::test_x[job/1]").startswith("t.py_test_x_job_1-")
+    assert trace_dir_name("t.py::test_x[job/1]") != trace_dir_name("t.py::test_x[job_1]")
+    assert trace_file_name("job/1") != trace_file_name("job_1") and trace_file_name("job").startswith("job-")
+    long = "x" * 300
+    assert trace_file_name(long) != trace_file_name(long + "y")  # differ past the readable part
+    assert max(len(trace_file_name(long).encode()), len(trace_dir_name(long).encode())) < 128
+    # Nothing readable left, or only dots: the fallback, never a hidden file.
+    assert trace_file_name("\u00e9\ud800/..").startswith("trace-") and trace_dir_name("::").startswith("test-")
+
+
+def test_a_trace_already_in_the_file_is_never_overwritten(tmp_path: Path) -> None:
+    """The same test id recorded twice in a session (a rerun plugin, say): the second trace is
+    refused, and the first kept as it was."""
+    first = TraceRecorder(tmp_path, checked=True).write({"system": "joblease", "nodes": ["w1"]}, [])
+    kept = first.read_text()
+    with pytest.raises(RecordingError, match="a trace is already there"):
+        TraceRecorder(tmp_path, checked=True).open({"system": "joblease", "nodes": ["w2"]})
+    assert first.read_text() == kept
 
 
 @pytest.mark.slow

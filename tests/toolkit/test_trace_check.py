@@ -304,20 +304,20 @@ def test_cli_coverage_guard(tmp_path: Path) -> None:
     assert cli("check", "--root", str(root), "--no-coverage", str(root / "traces" / "corpus" / "counter" / "accepted")).returncode == 0
 
 
-def test_cli_lists_every_skip_and_fails_on_skip_when_asked(tmp_path: Path) -> None:
+def test_cli_lists_every_skip_and_fails_on_it_unless_its_feature_is_allowed(tmp_path: Path) -> None:
     skipped = make("skip", [("n1", 1)], features=["reset"])
     lines = [skipped.header, *[{"kind": "event", **e} for e in skipped.events], {"kind": "end", "count": 1}]
     (tmp_path / "skipped").mkdir()
     (tmp_path / "skipped" / "reset.ndjson").write_text("".join(json.dumps(ln) + "\n" for ln in lines))
     shutil.copy(CORPUS / "accepted" / "accepted-two-nodes.ndjson", tmp_path)
-    plain = cli("check", "--root", str(PROJECT), str(tmp_path))
-    assert plain.returncode == 0, plain.stdout + plain.stderr
-    assert "SKIPPED" in plain.stdout and "uses reset, which the TraceCounter spec does not model" in plain.stdout
-    assert "1 of 1 in-scope runs accepted, 1 skipped" in plain.stdout
-    strict = cli("check", "--root", str(PROJECT), "--fail-on-skip", str(tmp_path))
-    assert strict.returncode == 1 and "--fail-on-skip: 1 trace(s) skipped where none may be" in strict.stdout
-    allowed = cli("check", "--root", str(PROJECT), "--fail-on-skip", "--skip-ok", "*/skipped/*", str(tmp_path))
+    strict = cli("check", "--root", str(PROJECT), str(tmp_path))
+    assert strict.returncode == 1, strict.stdout + strict.stderr
+    assert "SKIPPED" in strict.stdout and "uses reset, which the TraceCounter spec does not model" in strict.stdout
+    assert "1 of 1 in-scope runs accepted, 1 skipped" in strict.stdout
+    assert "skips: 0 allowed, 1 failed (reset 1)" in strict.stdout
+    allowed = cli("check", "--root", str(PROJECT), "--allow-skip", "reset", str(tmp_path))
     assert allowed.returncode == 0, allowed.stdout
+    assert "skips: 1 allowed (reset 1), 0 failed" in allowed.stdout
 
 
 def test_cli_lint(tmp_path: Path) -> None:
