@@ -107,7 +107,8 @@ VARIABLES
     win,      \* win[n][k]: the line that opened n's window of kind k (0: closed)
     shut,     \* the windows closed so far: [node, line (its start), from, to (ms)]
     down,     \* down[n]: the line of n's crash, or of its close that stops the heartbeat
-    pend,     \* pend[n][k]: n's ack_fail / offer_fail lines its next failed ack or resubmit takes
+    pend,     \* pend[n][k]: n's ack_fail / offer_fail lines (their numbers) its next failed ack or
+              \* resubmit takes
     used,     \* the fault lines a hidden step needed (their line numbers)
     stopped   \* the nodes that logged their stop
 faultVars == <<win, shut, down, pend, used, stopped>>
@@ -184,7 +185,7 @@ HolderNode(k) == dl[guard[k]].node
 \* The fault lines' state of node n (a node that logged none has none open).
 WinsOf(n) == IF n \in DOMAIN win THEN win[n] ELSE [kind \in Windows |-> 0]
 WinOf(n, kind) == WinsOf(n)[kind]
-PendsOf(n) == IF n \in DOMAIN pend THEN pend[n] ELSE [kind \in Pended |-> 0]
+PendsOf(n) == IF n \in DOMAIN pend THEN pend[n] ELSE [kind \in Pended |-> {}]
 DownAt(n) == IF n \in DOMAIN down THEN down[n] ELSE 0
 Observed(j, n) == /\ Traces[t][j].op \in Windows /\ Traces[t][j].node = n
                   /\ Traces[t][j].outcome = "observed"
@@ -211,8 +212,10 @@ Min(a, b) == IF a < b THEN a ELSE b
 \* A failed ack or a resubmit takes an injected fault of node n logged before it; with none, the
 \* line is rejected naming it.
 Take(n, kind) ==
-    /\ Match(t, l + 1, ("fault_line." \o kind) :> <<Min(PendsOf(n)[kind], 1), 1>>)
-    /\ pend' = (n :> [PendsOf(n) EXCEPT ![kind] = @ - 1]) @@ pend
+    /\ Match(t, l + 1, ("fault_line." \o kind) :> <<Min(Cardinality(PendsOf(n)[kind]), 1), 1>>)
+    /\ \E j \in {Least(PendsOf(n)[kind])} :
+          /\ pend' = (n :> [PendsOf(n) EXCEPT ![kind] = @ \ {j}]) @@ pend
+          /\ used' = used \cup {j}
 
 \* The line's step found k's guard held (an owner check that passed, a take or cancel that
 \* found it busy), or the line shows it still held by the spec's holder.
@@ -458,8 +461,8 @@ IsAck(k) ==
     /\ gone' = IF E.outcome = "acked" THEN gone \cup {E.entry} ELSE gone
     /\ UNCHANGED <<dl, pel, lostRenew>> /\ KeepTime
     /\ E.outcome \in {"acked", "failed"}
-    /\ IF E.outcome = "failed" THEN Take(E.node, "ack_fail") ELSE UNCHANGED pend
-    /\ UNCHANGED <<win, shut, down, used, stopped>>
+    /\ IF E.outcome = "failed" THEN Take(E.node, "ack_fail") ELSE UNCHANGED <<pend, used>>
+    /\ UNCHANGED <<win, shut, down, stopped>>
     /\ Explains(k, E.outcome, FALSE)
 
 \* Never enabled: a line past the model's Commands or Workers only says why it is rejected.
@@ -520,7 +523,7 @@ IsDown ==
 IsPended ==
     \E kind \in Pended :
         /\ FaultLine(kind)
-        /\ pend' = (E.node :> [PendsOf(E.node) EXCEPT ![kind] = @ + 1]) @@ pend
+        /\ pend' = (E.node :> [PendsOf(E.node) EXCEPT ![kind] = @ \cup {l + 1}]) @@ pend
         /\ UNCHANGED <<win, shut, down, used, stopped>>
         /\ Noted
 
@@ -617,7 +620,7 @@ ClientRetries(k) ==
     /\ l < Lines /\ E.op = "submit_state" /\ k \in Commands
     /\ ClientFails(k) /\ UNCHANGED faults
     /\ Take(E.node, "offer_fail")
-    /\ UNCHANGED <<t, l, cmds, dl, gone, pel, lostRenew, timeVars, win, shut, down, used, stopped>>
+    /\ UNCHANGED <<t, l, cmds, dl, gone, pel, lostRenew, timeVars, win, shut, down, stopped>>
 
 \* AttemptGuard off: the delivery reads the status before its first logged line, and goes
 \* from release to ack unlogged.

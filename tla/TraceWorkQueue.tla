@@ -110,7 +110,7 @@ VARIABLES
 \* What the fault lines have said so far.
 VARIABLES
     win,       \* [Consumers -> [Windows -> Nat]]: the line that opened c's window (0: closed)
-    pend,      \* [Consumers -> [Pended -> Nat]]: injected faults logged, not yet taken
+    pend,      \* [Consumers -> [Pended -> SUBSET Nat]]: injected faults logged, not yet taken (lines)
     used,      \* the fault lines a hidden step needed (their line numbers)
     stopped,   \* the consumers that logged their stop
     polled     \* the consumers that were delivered an entry
@@ -181,12 +181,14 @@ OneHolder(x) == Cardinality({c \in Consumers : HoldsAfter(c, x)}) <= 1
 \* fault its node logged before it (a `reject` or `ack_fail` line); with none pending, the
 \* line is rejected naming it: <<the faults of that kind the node logged and had not used, 1>>.
 TakePended(k) ==
-    /\ Match(t, l + 1, ("fault_line." \o k) :> <<Min(pend[E.node][k], 1), 1>>)
-    /\ pend' = [pend EXCEPT ![E.node][k] = @ - 1]
+    /\ Match(t, l + 1, ("fault_line." \o k) :> <<Min(Cardinality(pend[E.node][k]), 1), 1>>)
+    /\ \E j \in {CHOOSE j \in pend[E.node][k] : \A i \in pend[E.node][k] : j <= i} :
+          /\ pend' = [pend EXCEPT ![E.node][k] = @ \ {j}]
+          /\ used' = used \cup {j}
 TakeLogged(outcome) ==
     CASE E.op = "invoke_start" /\ outcome = "rejected" /\ E.outcome = "rejected" -> TakePended("reject")
       [] E.op = "ack" /\ outcome = "failed" /\ E.outcome = "failed"              -> TakePended("ack_fail")
-      [] OTHER                                                                  -> UNCHANGED pend
+      [] OTHER                                                                  -> UNCHANGED <<pend, used>>
 
 \* The consumers that polled, did not crash, and have not stopped with every permit back: at
 \* the end of a drained run there must be none (EveryPermitReturned; a consumer that leaked a
@@ -209,7 +211,7 @@ ExplainsRead(x, outcome, read) ==
     /\ Bind
     /\ TakeLogged(outcome)
     /\ polled' = IF E.op \in {"receive_new", "reclaim"} THEN polled \cup {E.node} ELSE polled
-    /\ UNCHANGED <<win, used, stopped>>
+    /\ UNCHANGED <<win, stopped>>
     /\ Match(t, l + 1, [outcome |-> <<outcome, E.outcome>>,
                         idle_read |-> read,
                         entry |-> <<PelView(x), LoggedPel>>,
@@ -358,23 +360,30 @@ IsObserved ==
         /\ UNCHANGED <<win, pend>> /\ NoEntry /\ KeepQueue
         /\ Advance
 
+\* A crash, or a close that stops the heartbeat, is needed (`used`) when the node held an entry
+\* then: from here its lease may lapse.
+Holding(c) == inbox[c] \cup active[c] \cup leaked[c] # {}
+Needed(c, why) == used' = IF why /\ Holding(c) THEN used \cup {l + 1} ELSE used
+
 IsCrash ==
     /\ FaultLine("crash")
     /\ Crash(E.node)
-    /\ UNCHANGED <<polls, win, pend>> /\ NoEntry
+    /\ Needed(E.node, TRUE)
+    /\ UNCHANGED <<polls, win, pend>> /\ UNCHANGED <<ids, polled, stopped>>
     /\ Advance
 
 IsClose ==
     /\ FaultLine("close")
     /\ Close(E.node)
-    /\ UNCHANGED <<polls, win, pend>> /\ NoEntry
+    /\ Needed(E.node, ~CloseWaitsForHandlers)
+    /\ UNCHANGED <<polls, win, pend>> /\ UNCHANGED <<ids, polled, stopped>>
     /\ Advance
 
 \* An injected (or observed) rejection or failed ack, for the node's next line of it to take.
 IsPended ==
     \E k \in Pended :
         /\ FaultLine(k)
-        /\ pend' = [pend EXCEPT ![E.node][k] = @ + 1]
+        /\ pend' = [pend EXCEPT ![E.node][k] = @ \cup {l + 1}]
         /\ UNCHANGED win /\ NoEntry /\ KeepQueue
         /\ Advance
 
@@ -502,7 +511,7 @@ Hidden == Jump \/ Unstall
 TraceInit ==
     /\ t \in 1..Len(Traces) /\ l = 0 /\ clock = 0 /\ ids = <<>>
     /\ win = [c \in Consumers |-> [k \in Windows |-> 0]]
-    /\ pend = [c \in Consumers |-> [k \in Pended |-> 0]]
+    /\ pend = [c \in Consumers |-> [k \in Pended |-> {}]]
     /\ used = {}
     /\ stopped = {}
     /\ polled = {}
