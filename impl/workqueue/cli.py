@@ -48,7 +48,7 @@ def _add_sim(sub: Any) -> None:
 def _sim(args: argparse.Namespace) -> int:
     import logging
 
-    from impl.workqueue.sim import Server, SimConfig, for_real_server, seeded
+    from impl.workqueue.sim import Server, SimConfig, for_real_server, run_ok, seeded
     from impl.workqueue.sim_redis import real_client
 
     logging.getLogger("impl.workqueue").setLevel(logging.ERROR)  # past-max-processing warnings are expected
@@ -69,11 +69,12 @@ def _sim(args: argparse.Namespace) -> int:
                             view="workqueue")
         if server is not None:
             sim.queue.delete_keys()
-        ok = out["duplicate_invocations"] == 0 and out["terminal_changes"] == 0 and out["finished"]
+        ok = run_ok(out)
         bad += not ok
         print(f"{'ok  ' if ok else 'FAIL'} seed {seed}: {out['events']} events, {out['reclaims']} reclaims, "
               f"{out['duplicate_invocations']} overlapping, {out['terminal_changes']} terminal changes, "
-              f"finished={out['finished']} -> {path}")
+              f"finished={out['finished']}" + (f", permits leaked {out['permits_leaked']}" if out["permits_leaked"] else "")
+              + f" -> {path}")
     return 1 if bad else 0
 
 

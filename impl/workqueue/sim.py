@@ -448,6 +448,9 @@ class Simulation:
         out["overlaps_after_lapse"] = analysis.duplicate_invocations(self.events, self.dead)
         out["duplicate_invocations"] = self.overlaps
         out["finished"] = self.leftover == 0 and not self.plan
+        # Permits still taken once no handler runs: a leak (the consumer takes less and less work).
+        out["permits_leaked"] = {n: self.nodes[n].permits.in_use for n in self._live()
+                                 if self.nodes[n].permits.in_use and not self.running[n]}
         out["steps"] = self.steps_taken
         out["virtual_ms"] = self.clock.now_ms() - START_MS
         return out
@@ -473,6 +476,13 @@ class Simulation:
         return recording.export(path, self.queue, system=view, settings=cfg.settings, gates=cfg.gates,
                                 nodes=["producer" if cfg.system == "workqueue" else "client", *cfg.nodes],
                                 run=run, features=feats)
+
+
+def run_ok(summary: dict[str, Any]) -> bool:
+    """The simulation's own monitors on a run's `summary`: no overlapping invocation, no terminal
+    state changed, every message finished, and no permit left taken once no handler runs."""
+    return (summary["duplicate_invocations"] == 0 and summary["terminal_changes"] == 0 and summary["finished"]
+            and not summary["permits_leaked"])
 
 
 def seeded(config: SimConfig, seed: int, server: Server | None = None) -> Simulation:

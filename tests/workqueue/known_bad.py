@@ -13,6 +13,13 @@ The bugs, each planted by a patch that lasts for one recording:
 - `close-does-not-wait`: a closing node stops renewing its running calls at once, ignoring the
   gate close_waits_for_handlers (in simulation the close is `Simulation._heartbeats`; on a real
   server `Consumer.close`).
+- `lag-logged-not-made` (simulation only): an over-counting recorder: the simulation logs a
+  heartbeat lag's window (its start line) and makes no lag: the node's heartbeat runs on.
+- `lag-window-ends-early` (simulation only): the simulation makes its lag but closes the lag's
+  window at once (start and end lines together): the lease lapses outside the window.
+- `permit-leak` (simulation only): a consumer gives no permit back after a handler that did
+  not finish (`QueueNode._release_permit`): it takes less and less work while its peer drains
+  the stream, and stops holding permits no call holds.
 
 Simulations inject no other fault (no crash, lag, rejection or failed ack) and a close only where
 the bug needs one, so the trace has no fault line to excuse a lapse with. The seeds are fixed:
@@ -41,7 +48,9 @@ from impl.workqueue.core import Invocation
 from impl.workqueue.node import QueueNode
 from impl.workqueue.sim import SimConfig, Simulation, seeded
 
-BUGS = ("heartbeat-off", "renew-stops-at-max-processing", "close-does-not-wait")
+BUGS = ("heartbeat-off", "renew-stops-at-max-processing", "close-does-not-wait", "lag-logged-not-made",
+        "lag-window-ends-early", "permit-leak")
+SIM_ONLY = ("lag-logged-not-made", "lag-window-ends-early", "permit-leak")
 
 
 # -- the planted bugs ---------------------------------------------------------------------------
@@ -79,6 +88,36 @@ def _close_without_waiting(self: Consumer, timeout_s: float = 30.0) -> bool:
     return True
 
 
+def _lag_logged_not_made(self: Simulation, n: str, *, takeover: bool) -> None:
+    self.lags_used += 1
+    self.queue.line(n, "heartbeat_lag", "start")  # the bug: a window logged for a lag not made
+    st = self.config.settings
+    self.elapse(max(st.visibility_timeout_ms, st.guard_ttl_ms) + st.heartbeat_interval_ms)  # n beats on
+
+
+_make_lag = Simulation.pause_past_lease
+
+
+def _lag_window_ends_early(self: Simulation, n: str, *, takeover: bool) -> None:
+    real_line = self.queue.line
+
+    def line(node: str, op: str, outcome: str, **kw: object) -> None:
+        real_line(node, op, outcome, **kw)  # type: ignore[arg-type]
+        if (node, op, outcome) == (n, "heartbeat_lag", "start"):
+            real_line(node, op, "end")  # the bug: the window closes at once, the lag goes on
+
+    self.queue.line = line  # type: ignore[method-assign]
+    try:
+        _make_lag(self, n, takeover=takeover)
+    finally:
+        del self.queue.line  # the instance's own line again
+
+
+def _keeps_permit_of_undone(self: QueueNode, inv: Invocation, result: str) -> None:
+    if result == "done":
+        self.permits.release()  # the bug: a handler that did not finish keeps its permit
+
+
 @contextlib.contextmanager
 def planted(bug: str, real: bool = False) -> Iterator[None]:
     """The code with `bug` planted, for the duration of the block."""
@@ -89,6 +128,12 @@ def planted(bug: str, real: bool = False) -> Iterator[None]:
     elif bug == "close-does-not-wait":
         patch = (mock.patch.object(Consumer, "close", _close_without_waiting) if real
                  else mock.patch.object(Simulation, "_heartbeats", _sim_close_stops_heartbeat))
+    elif bug == "lag-logged-not-made":
+        patch = mock.patch.object(Simulation, "pause_past_lease", _lag_logged_not_made)
+    elif bug == "lag-window-ends-early":
+        patch = mock.patch.object(Simulation, "pause_past_lease", _lag_window_ends_early)
+    elif bug == "permit-leak":
+        patch = mock.patch.object(QueueNode, "_release_permit", _keeps_permit_of_undone)
     else:
         raise ValueError(f"unknown bug {bug!r}; known: {BUGS}")
     with patch:
@@ -98,15 +143,28 @@ def planted(bug: str, real: bool = False) -> Iterator[None]:
 # -- simulation ---------------------------------------------------------------------------------
 def sim_config(bug: str) -> SimConfig:
     """What the simulation of `bug` runs: long handlers (past VT and, for the max-processing bug,
-    past max_processing_ms), and a close for the close bug; no other fault."""
+    past max_processing_ms), a close for the close bug, heartbeat lags for the lag bugs, more
+    messages for the leak; no other fault."""
     steps = 12 if bug == "renew-stops-at-max-processing" else 8
-    return SimConfig(system="workqueue", messages=3, crashes=0, faults=0, lags=0,
+    lags = 2 if bug.startswith("lag-") else 0
+    return SimConfig(system="workqueue", messages=6 if bug == "permit-leak" else 3, crashes=0, faults=0, lags=lags,
                      closes=1 if bug == "close-does-not-wait" else 0, handler_steps=steps)
 
 
-def shows(sim: Simulation) -> bool:
-    """Whether a run shows the bug: an entry reclaimed while the invocation it was taken from
-    still runs (from the trace)."""
+def shows(sim: Simulation, bug: str = "") -> bool:
+    """Whether a run shows the bug (from the trace): a renewal inside the logged lag window for
+    `lag-logged-not-made`; a permit still held by a consumer that stopped, in a drained run, for
+    `permit-leak`; else an entry reclaimed while the invocation it was taken from still runs."""
+    if bug == "lag-logged-not-made":
+        lagging: set[str] = set()
+        for ev in sim.events:
+            if ev["op"] == "heartbeat_lag":
+                lagging.add(ev["node"])
+            elif ev["op"] == "renew" and ev["node"] in lagging:
+                return True
+        return False
+    if bug == "permit-leak":
+        return sim.leftover == 0 and any(ev["op"] == "stop" and ev["args"]["permits_in_use"] for ev in sim.events)
     running: dict[str, set[str]] = {}
     for ev in sim.events:
         if ev["op"] == "invoke_start" and ev["outcome"] == "started":
@@ -124,7 +182,7 @@ def record_sim(bug: str, out: Path, first_seed: int = 0, tries: int = 200) -> tu
         with planted(bug):
             sim = seeded(sim_config(bug), seed)
             sim.run()
-        if shows(sim):
+        if shows(sim, bug):
             name = f"sim-{bug}-seed{seed}.ndjson"
             return sim.write_trace(out / name, run=f"tests/workqueue/known_bad.py {bug} seed {seed}"), seed
     raise RuntimeError(f"no seed in {first_seed}..{first_seed + tries - 1} shows {bug}")
@@ -217,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     for bug in args.bug or BUGS:
         path, seed = record_sim(bug, args.out)
         print(f"{bug}: simulation seed {seed} -> {path}")
-        if args.redis:
+        if args.redis and bug not in SIM_ONLY:
             print(f"{bug}: real server -> {record_real(bug, args.out, args.redis)}")
     return 0
 

@@ -98,3 +98,19 @@ def test_sim_command_writes_the_same_traces_twice(tmp_path: Path, capsys: pytest
     for name in names:
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
         validate_trace(tmp_path / "a" / name)
+
+
+def test_the_simulation_fails_a_run_whose_consumer_leaks_a_permit() -> None:
+    """A permit kept after a handler that did not finish (planted, known_bad.py): the run still
+    drains through the peer, but the simulation's own monitor fails it (`run_ok`, which
+    `workqueue sim` exits 1 on), so a catalogue's traces check fails on it even before its
+    trace is checked."""
+    from impl.workqueue.sim import run_ok
+
+    from .known_bad import planted, sim_config
+
+    with planted("permit-leak"):
+        out = seeded(sim_config("permit-leak"), 1).run()
+    assert out["finished"] and out["permits_leaked"] and not run_ok(out), out
+    unplanted = seeded(sim_config("permit-leak"), 1).run()
+    assert not unplanted["permits_leaked"] and run_ok(unplanted), unplanted

@@ -46,6 +46,11 @@ CORPUS = [ROOT / "traces" / "corpus" / name for name in ("workqueue", "command")
 pytestmark = pytest.mark.tlc
 
 
+def events_all(path: Path) -> list[dict]:
+    """Every event line of a trace file, fault lines and stops included."""
+    return [e for e in map(json.loads, path.read_text().splitlines()) if e["kind"] == "event"]
+
+
 def events(path: Path) -> list[dict]:
     """The event lines of a trace file that are store steps (not fault lines or stops)."""
     return [e for e in map(json.loads, path.read_text().splitlines()) if e["kind"] == "event" and e["state"]]
@@ -232,6 +237,31 @@ def holder_lapses(out: Path, busy: bool, observed: tuple[int, int] | None = None
 KNOWN_BAD = ("heartbeat-off", "renew-stops-at-max-processing", "close-does-not-wait")
 
 
+def renewal_in_logged_lag(path: Path) -> int | None:
+    """The `seq` of the first renewal by a node inside its own open heartbeat_lag window."""
+    lagging: set[str] = set()
+    for e in events_all(path):
+        if e["op"] == "heartbeat_lag":
+            (lagging.add if e["outcome"] == "start" else lagging.discard)(e["node"])
+        elif e["op"] == "renew" and e["node"] in lagging:
+            return int(e["seq"])
+    return None
+
+
+def leaked_stop(path: Path) -> int | None:
+    """The `seq` of the first stop of a consumer that still held a permit."""
+    return next((int(e["seq"]) for e in events_all(path) if e["op"] == "stop" and e["args"]["permits_in_use"]), None)
+
+
+# The recorders' and the accounting's known-bad traces (tests/workqueue/known_bad.py, simulation
+# only): where each must be rejected, found in the trace, and the name the rejection carries.
+RECORDER_BAD = {
+    "sim-lag-logged-not-made-seed0.ndjson": (renewal_in_logged_lag, "HeartbeatLagged"),
+    "sim-lag-window-ends-early-seed0.ndjson": (first_lapse, "RenewedWithinVT"),
+    "sim-permit-leak-seed1.ndjson": (leaked_stop, "EveryPermitReturned"),
+}
+
+
 def simulate(out: Path, system: str, seed: int, gates: Gates = Gates(), **faults: int) -> list[Path]:
     """Run one seeded simulation and write its trace (a command run: both views)."""
     sim = seeded(SimConfig(system=system, messages=3, gates=gates, **faults), seed)
@@ -355,6 +385,18 @@ def test_a_designed_run_without_its_fault_lines_is_rejected_where_they_were_need
     assert len(checked["fewer"]) >= 6
     for src, want, line in checked["fewer"]:
         assert_rejected(checked["verdicts"][src], src, want, line)
+
+
+def test_a_recorder_that_lies_about_its_faults_or_a_leaked_permit_is_rejected_at_its_line(checked) -> None:
+    """A lag logged where none was made (the node's heartbeat renews inside the window), a lag
+    window closed before the lapse it should have excused, a consumer that stopped holding a
+    permit no call holds: each recorded from the code with the bug planted, rejected at the
+    line that shows it, naming the property."""
+    for name, (find, want) in RECORDER_BAD.items():
+        path = CORPUS[0] / "rejected" / name
+        line = find(path)
+        assert line is not None, name
+        assert_rejected(checked["verdicts"][str(path)], name, want, line)
 
 
 def test_a_protecting_behaviour_broken_in_the_code_is_rejected_where_a_lease_lapses(checked) -> None:
