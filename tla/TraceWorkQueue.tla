@@ -105,7 +105,9 @@ VARIABLES
     t,      \* which trace of the batch
     l,      \* how many of its lines are explained
     clock,  \* ms since the trace's first line
-    ids     \* the stream ids seen so far; an entry's number is its index here
+    ids,    \* the stream ids seen so far; an entry's number is its index here
+    stamp   \* [Entries -> Int]: the PEL stamp (last_touched) the trace last logged of a pending
+            \* entry, -1 when none: a step that does not touch the entry logs the same stamp
 
 \* What the fault lines have said so far.
 VARIABLES
@@ -120,7 +122,7 @@ Windows == {"heartbeat_lag", "pause"}
 Pended == {"reject", "ack_fail"}
 FaultOps == Windows \cup Pended \cup {"stall", "crash", "close", "offer_fail"}
 
-traceVars == <<t, l, clock, ids>>
+traceVars == <<t, l, clock, ids, stamp>>
 
 E == Traces[t][l + 1]                   \* the next line to explain
 Lines == Len(Traces[t])
@@ -205,10 +207,20 @@ Advance ==
                            EveryPermitReturned |-> <<PermitsOut, {}>>])
     /\ ConsumedExcused(t, l + 1, Lines, used')
 
+\* A step that touches the entry (a delivery, a renewal, a release that touched it) stamps it
+\* anew; any other step of a pending entry logs the stamp it had (Redis keeps it exactly), which
+\* the idle time alone cannot show once it saturates at VT.
+Touches == \/ E.op \in {"receive_new", "reclaim"}
+           \/ E.op = "renew" /\ E.outcome = "renewed"
+           \/ E.op = "release" /\ E.outcome = "touched"
+LoggedStamp == IF E.state.entry # Nil /\ E.state.entry.pending THEN E.state.entry.last_touched ELSE -1
+StampKept(x) == IF Touches \/ LoggedStamp = -1 \/ stamp[x] = -1 THEN <<0, 0>> ELSE <<stamp[x], LoggedStamp>>
+
 \* The logged outcome, the idle read `read` (IdleRead) and the PEL record after the step agree
 \* with the spec, the lease has one holder, and the line is explained.
 ExplainsRead(x, outcome, read) ==
     /\ Bind
+    /\ stamp' = [stamp EXCEPT ![x] = LoggedStamp]
     /\ TakeLogged(outcome)
     /\ polled' = IF E.op \in {"receive_new", "reclaim"} THEN polled \cup {E.node} ELSE polled
     /\ UNCHANGED <<win, stopped>>
@@ -216,6 +228,7 @@ ExplainsRead(x, outcome, read) ==
                         idle_read |-> read,
                         entry |-> <<PelView(x), LoggedPel>>,
                         idle |-> <<SpecIdle(x), IdleSeen(x)>>,
+                        stamp_kept |-> StampKept(x),
                         NoOverlappingInvocations |-> <<~OneHolder(x), FALSE>>])
     /\ Advance
 
@@ -329,7 +342,7 @@ EntryPastModel ==
 \* A fault line of kind k committed now by a consumer that has not stopped.
 FaultLine(k) == /\ l < Lines /\ E.op = k /\ E.now = clock /\ E.node \in Consumers
                 /\ E.node \notin stopped
-NoEntry == UNCHANGED <<ids, polled, used, stopped>>
+NoEntry == UNCHANGED <<ids, stamp, polled, used, stopped>>
 KeepQueue == UNCHANGED <<storeVars, consumerVars, faults>>
 
 \* A window opens (injected: a simulation or a test makes the heartbeat lag, or the process
@@ -369,14 +382,14 @@ IsCrash ==
     /\ FaultLine("crash")
     /\ Crash(E.node)
     /\ Needed(E.node, TRUE)
-    /\ UNCHANGED <<polls, win, pend>> /\ UNCHANGED <<ids, polled, stopped>>
+    /\ UNCHANGED <<polls, win, pend>> /\ UNCHANGED <<ids, stamp, polled, stopped>>
     /\ Advance
 
 IsClose ==
     /\ FaultLine("close")
     /\ Close(E.node)
     /\ Needed(E.node, ~CloseWaitsForHandlers)
-    /\ UNCHANGED <<polls, win, pend>> /\ UNCHANGED <<ids, polled, stopped>>
+    /\ UNCHANGED <<polls, win, pend>> /\ UNCHANGED <<ids, stamp, polled, stopped>>
     /\ Advance
 
 \* An injected (or observed) rejection or failed ack, for the node's next line of it to take.
@@ -401,7 +414,7 @@ IsStop ==
     /\ FaultLine("stop") /\ mode[E.node] # "crashed"
     /\ Match(t, l + 1, [EveryPermitReturned |-> <<E.args.permits_in_use, Cardinality(permits[E.node])>>])
     /\ stopped' = stopped \cup {E.node}
-    /\ UNCHANGED <<ids, polled, used, win, pend>> /\ KeepQueue
+    /\ UNCHANGED <<ids, stamp, polled, used, win, pend>> /\ KeepQueue
     /\ Advance
 
 LoggedStep ==
@@ -432,7 +445,7 @@ TraceTick ==
                           IF e \in active[c] THEN Min(elapsed[c][e] + Gap, MaxProc) ELSE 0]]
     /\ clock' = E.now
     /\ UNCHANGED <<status, owner, deliveries, mode, inbox, active, permits, toAck, toRelease,
-                   lagging, stalled, leaked, lost, checked, faults, t, l, ids, faultVars>>
+                   lagging, stalled, leaked, lost, checked, faults, t, l, ids, stamp, faultVars>>
 
 \* When entry e reaches VT in the jump: the lapse a fault line must excuse happens then.
 LapseAt(e) == clock + (VT - idle[e])
@@ -510,6 +523,7 @@ Hidden == Jump \/ Unstall
 -----------------------------------------------------------------------------
 TraceInit ==
     /\ t \in 1..Len(Traces) /\ l = 0 /\ clock = 0 /\ ids = <<>>
+    /\ stamp = [e \in Entries |-> -1]
     /\ win = [c \in Consumers |-> [k \in Windows |-> 0]]
     /\ pend = [c \in Consumers |-> [k \in Pended |-> {}]]
     /\ used = {}

@@ -260,7 +260,8 @@ def run_check(args: argparse.Namespace) -> int:
 
     if args.self_test:
         with _progress("mutant batches") as p:
-            result = check_mutants(accepted, systems, tlc, **opts, **p)
+            excused = {v.source: tuple(x.line for x in v.excused) for v in verdicts if v.excused}
+            result = check_mutants(accepted, systems, tlc, excused=excused, **opts, **p)
         out["mutants"] = {"total": result.total, "rejected": result.rejected,
                           "survivors": [{"operator": m.operator, "trace": m.original, "change": m.change, "verdict": v.describe()}
                                         for m, v in result.survivors],

@@ -14,6 +14,13 @@ trace (two equal events swapped, say) is not a mutant: it is listed as excluded,
 | duplicate   | a middle event that changes the state is committed twice         |
 | node        | such an event, of an op done by a node, is given to another node |
 | lease_time  | a lease time in an event's state moves by `lease_shift` ms       |
+| fault       | a fault line the trace's acceptance needed is taken out (a       |
+|             | window's start with its end): what it excused has no excuse left |
+
+Lines that log no state (fault lines, a consumer's stop) change no entity's state: the
+structural operators pass them by. The `fault` operator aims at them instead, and only at the
+fault lines the acceptance named (`TraceVerdict.excused`): a fault line that excused nothing
+may be taken out of a valid trace and leave a valid trace.
 
 A system file may declare, per operator and op, mutants that are valid behaviours by
 construction (`mutations.equivalent`, with why). Those are still made and checked: one the spec
@@ -30,7 +37,7 @@ from typing import Any
 from conformance.traces.system import System, lookup
 from conformance.traces.trace import Trace
 
-OPERATORS = ("version", "status", "drop", "swap", "duplicate", "node", "lease_time")
+OPERATORS = ("version", "status", "drop", "swap", "duplicate", "node", "lease_time", "fault")
 DEFAULT_LEASE_SHIFT = 1
 
 
@@ -146,7 +153,7 @@ def _changes_state(events: list[dict[str, Any]], entity: str | None, state_of: d
     out = []
     for e in events:
         key = (e.get(entity) if entity else None, _facet(e, state_of or {}))
-        out.append(e.get("state") != last.get(key))
+        out.append(bool(e.get("state")) and e.get("state") != last.get(key))  # a line with no state changes none
         last[key] = e.get("state")
     following: dict[Any, dict[str, Any]] = {}
     for i in range(len(events) - 1, -1, -1):
@@ -231,3 +238,25 @@ def mutants(trace: Trace, system: System) -> tuple[list[Mutant], list[Excluded]]
         else:
             kept.append(m)
     return kept, excluded
+
+
+def fault_mutants(trace: Trace, excused: tuple[int, ...]) -> list[Mutant]:
+    """For each fault line an acceptance of `trace` needed (`excused`: their `seq`), the trace
+    without it, and without the end line of the window it opened: a mutant the checker must
+    reject, since what the line excused has no excuse left."""
+    ev = list(trace.events)
+    out = []
+    for seq in excused:
+        i = next((k for k, e in enumerate(ev) if e["seq"] == seq), None)
+        if i is None:
+            continue
+        e = ev[i]
+        gone = {i}
+        if e.get("outcome") == "start":  # the window's end goes with it, else an end would close nothing
+            end = next((k for k in range(i + 1, len(ev)) if ev[k]["op"] == e["op"] and ev[k]["node"] == e["node"]
+                        and ev[k].get("outcome") == "end"), None)
+            if end is not None:
+                gone.add(end)
+        out.append(_mutant(trace, [x for k, x in enumerate(ev) if k not in gone], "fault",
+                           f"event {i + 1} ({e['op']} {e.get('outcome')} by {e['node']}) taken out", e))
+    return out

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conformance.check.runner import Tlc
 from conformance.traces.check import check_traces
-from conformance.traces.mutate import Excluded, Mutant, mutants
+from conformance.traces.mutate import Excluded, Mutant, fault_mutants, mutants
 from conformance.traces.read import read_trace_file
 from conformance.traces.system import System
 from conformance.traces.trace import Trace, TraceKind, TraceVerdict
@@ -74,12 +74,15 @@ def declared_equivalent(mutant: Mutant, system: System) -> str | None:
     return None
 
 
-def check_mutants(accepted: list[Trace], systems: dict[str, System], tlc: Tlc, **kwargs: object) -> MutationResult:
+def check_mutants(accepted: list[Trace], systems: dict[str, System], tlc: Tlc,
+                  excused: dict[str, tuple[int, ...]] | None = None, **kwargs: object) -> MutationResult:
     """Mutate every accepted trace and check that the checker rejects every mutant.
 
     A mutant the checker accepts is a survivor, unless its system file declares such mutants
     valid behaviours by construction: then it is excluded, and listed with the declared reason
-    and its verdict. A declared mutant that is rejected counts as rejected.
+    and its verdict. A declared mutant that is rejected counts as rejected. `excused` names, by
+    trace, the fault lines its acceptance needed (their `seq`): each is taken out in a mutant of
+    its own (the `fault` operator).
     """
     made: list[Mutant] = []
     excluded: list[Excluded] = []
@@ -87,6 +90,7 @@ def check_mutants(accepted: list[Trace], systems: dict[str, System], tlc: Tlc, *
         ms, ex = mutants(t, systems[t.system])
         made.extend(ms)
         excluded.extend(ex)
+        made.extend(fault_mutants(t, (excused or {}).get(t.source, ())))
     verdicts = check_traces([m.trace for m in made], systems, tlc, **kwargs)  # type: ignore[arg-type]
     return tally(made, verdicts, systems, excluded)
 

@@ -156,6 +156,22 @@ def with_header(trace: Trace, tag: str, **changes: object) -> Trace:
     return Trace(f"{trace.source}#{tag}", head, trace.events)
 
 
+def stamp_moved(path: Path) -> tuple[Trace, int]:
+    """`path`'s trace with the PEL stamp (last_touched) moved 5 ms on the first line of a pending
+    entry that does not touch it and sees it idle past VT (so that the idle time, saturated at
+    VT, is the same either way), and that line's `seq`."""
+    trace = read_trace_file(path)
+    vt = trace.header["settings"]["visibility_timeout_ms"]
+    touch = {("receive_new", "delivered"), ("reclaim", "claimed"), ("renew", "renewed"), ("release", "touched")}
+    ev = [json.loads(json.dumps(e)) for e in trace.events]
+    for e in ev:
+        pel = (e.get("state") or {}).get("entry")
+        if pel and pel["pending"] and (e["op"], e["outcome"]) not in touch and e["now"] - pel["last_touched"] >= vt + 5:
+            pel["last_touched"] += 5
+            return Trace(f"{path}#stamp moved", trace.header, tuple(ev)), int(e["seq"])
+    raise AssertionError(f"{path}: no line of a pending entry idle past VT that does not touch it")
+
+
 def without_lines(trace: Trace, kind: str) -> Trace:
     """`trace` with its fault lines of `kind` taken out (the rest numbered again)."""
     kept = [e for e in trace.events if e["op"] != kind]
@@ -311,6 +327,10 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     assert len(known_bad) == 2 * len(KNOWN_BAD) and all(known_bad.values()), known_bad
     base = read_trace_file(CORPUS[0] / "accepted" / "sim-reclaims-ack-failure-rejection.ndjson")
     bounds = {f: with_header(base, f"{f}={v}", **{f: v}) for f, v in OUT_OF_BOUNDS.items()}
+    stamp = [stamp_moved(p) for p in steady + extra if any(
+        (e.get("state") or {}).get("entry") and e["state"]["entry"]["pending"] and e["op"] in ("invoke_end", "ack", "invoke_start")
+        and e["now"] - e["state"]["entry"]["last_touched"] >= 305 for e in events(p))][:2]
+    assert stamp, "some designed run must show an entry idle past VT at a step that does not touch it"
     quiet, busy = holder_lapses(out, busy=False), holder_lapses(out, busy=True)
     covered, early = holder_lapses(out, busy=True, observed=(150, 300)), holder_lapses(out, busy=False, observed=(210, 300))
     silence = {"silent, no fault line": (read_trace_file(quiet), first_lapse(quiet)),
@@ -318,12 +338,12 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
                "an observed lag that holds the lapse": (read_trace_file(covered), None),
                "an observed lag that began after it": (read_trace_file(early), first_lapse(early))}
     items: list[Trace | TraceVerdict] = [read_trace_file(Path(p)) for p in [*corpus, *good, *seize, *unguarded, *two_step, seed9]]
-    verdicts = check_traces([*items, *(m for m, _ in cut), *(t for t, _, _ in fewer), *bounds.values(),
+    verdicts = check_traces([*items, *(m for m, _ in cut), *(m for m, _ in stamp), *(t for t, _, _ in fewer), *bounds.values(),
                              *(t for t, _ in silence.values())],
                             load_systems(ROOT), Tlc.locate())
     return {"verdicts": {v.source: v for v in verdicts}, "corpus": corpus, "good": [str(p) for p in good],
             "expect": expect, "unguarded": [str(p) for p in unguarded], "two_step": [str(p) for p in two_step],
-            "cut": {m.source: line for m, line in cut}, "seed9": str(seed9),
+            "cut": {m.source: line for m, line in cut}, "stamp": {m.source: line for m, line in stamp}, "seed9": str(seed9),
             "fewer": [(t.source, want, line) for t, want, line in fewer], "known_bad": known_bad,
             "bounds": {f: t.source for f, t in bounds.items()},
             "silence": {k: (t.source, line) for k, (t, line) in silence.items()}}
@@ -371,6 +391,14 @@ def test_a_renewal_dropped_or_committed_twice_is_rejected_naming_the_idle_read(c
     step read before writing is what shows whether the renewal happened, and how often."""
     for src, line in checked["cut"].items():
         assert_rejected(checked["verdicts"][src], src, "idle_read", line)
+
+
+def test_a_stamp_moved_where_the_idle_time_saturates_is_rejected(checked) -> None:
+    """Past VT the idle time saturates and cannot show a moved PEL stamp; a step that does not
+    touch the entry must still log the stamp it had (stamp_kept): the self-test's lease_time
+    mutant of such a line survived before."""
+    for src, line in checked["stamp"].items():
+        assert_rejected(checked["verdicts"][src], src, "stamp_kept", line)
 
 
 def test_a_run_is_accepted_excused_by_the_fault_lines_it_needed(checked) -> None:
