@@ -37,6 +37,8 @@ settings.register_profile("mutate", phases=[Phase.explicit, Phase.reuse, Phase.g
 settings.register_profile("mutate_wide", settings.get_profile("mutate"), max_examples=1_000)
 # The quick subset of `leaseproof mutate` (the default test run's): a quarter of the default.
 settings.register_profile("mutate_quick", settings.get_profile("mutate"), max_examples=25)
+# The default run also runs each catalogue's checks unmutated under their own profiles (`mutate`,
+# `mutate_wide`): tests/toolkit/test_catalogue_baselines.py, so that no baseline breaks unseen.
 if os.environ.get("HYPOTHESIS_PROFILE"):
     settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
 

@@ -202,14 +202,22 @@ OneRun == [m \in Nodes |-> IF m = E.node THEN 1 ELSE 0]
 \* Traces name the node of a run, not its worker thread: a queued task is taken by the node's
 \* first free slot (one choice, so that slots do not multiply the search), a rerun by its own.
 FirstFree(n) == CHOOSE s \in Slots : SlotFree(n, s)
+\* A copy the taker took already (TakenBeforeStart, ImplQuirk) waits in its own slot.
 TakesSlot(n, s) ==
-    \/ work[n][W][s].phase = "rerun"
+    \/ work[n][W][s].phase \in {"rerun", "queued"}
     \/ (\E r \in Slots : SlotFree(n, r)) /\ s = FirstFree(n)
+
+\* Engine's RunStart of a queued task, for a copy TakenBeforeStart put in slot s.
+StartTaken(n, s) ==
+    /\ work[n][W][s].phase = "queued"
+    /\ work' = [work EXCEPT ![n][W][s] = [@ EXCEPT !.phase = "running", !.snap = instance[W].version,
+                                                   !.bound = @ \/ LeaseKept(W, work[n][W][s])]]
+    /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, budget, sigRead>>
 
 IsRunStart(s) ==
     /\ Logged("run_start")
     /\ TakesSlot(E.node, s)
-    /\ RunStart(E.node, W, s)
+    /\ RunStart(E.node, W, s) \/ StartTaken(E.node, s)
     /\ attempts' = [attempts EXCEPT ![E.node][s] = IF work[E.node][W][s].phase = "rerun" THEN @ + 1 ELSE 1]
     /\ Agrees("started",
               [source |-> <<work'[E.node][W][s].source, E.args.source>>,
@@ -375,6 +383,16 @@ EngineHidden(n) ==
 (*    that many times, and its lease lapses (Engine leaves this bound out: reruns are     *)
 (*    bounded by the bumps).  Before then, a worker that logged `remove: rerun` must run  *)
 (*    again: dropping the task is the bug TickPastHeldLease names.                        *)
+(*  - TakenBeforeStart: the taker takes n's queued copy off its queue (queue.py take) a   *)
+(*    step before the run's run_start commits (worker.py run_task); Engine's RunStart     *)
+(*    does both in one step.  In between the copy is in no queue, as the seed has it ("a  *)
+(*    second schedule from the node whose copy is running queues nothing":                *)
+(*    tests/engine/test_seed_cases.py), so a schedule_in_memory on n writes, honouring    *)
+(*    the copy's lease (bumped, nothing queued, the run then owes a rerun), and a fetch   *)
+(*    on n may lease a lapsed row.  The taken copy waits in the slot that will run it, as *)
+(*    phase "queued", holding its lease (HoldsLease); StartTaken begins its run.  Taken   *)
+(*    only where the next line is n's schedule_in_memory or fetch, the lines it explains  *)
+(*    (an earlier take explains nothing more, and pruning it keeps the search small).     *)
 NewStart(n) ==
     /\ l < Lines /\ E.op = "create_instance" /\ E.node = n
     /\ starter[n][W] \in {"awaiting", "polling"} \cup AnswerPhases
@@ -394,7 +412,15 @@ FinishAttemptsSpent(n) ==
         /\ work' = [work EXCEPT ![n][W][s] = NoItem]
         /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead, budget>>
 
-ImplQuirk(n) == NewStart(n) \/ NewSignal(n) \/ FinishAttemptsSpent(n)
+TakenBeforeStart(n) ==
+    /\ l < Lines /\ E.node = n /\ E.op \in {"schedule_in_memory", "fetch"}
+    /\ queue[n][W].phase = "queued"
+    /\ \E r \in Slots : SlotFree(n, r)
+    /\ work' = [work EXCEPT ![n][W][FirstFree(n)] = queue[n][W]]
+    /\ queue' = [queue EXCEPT ![n][W] = NoItem]
+    /\ UNCHANGED <<instance, task, clock, starter, signaller, sigRead, budget>>
+
+ImplQuirk(n) == NewStart(n) \/ NewSignal(n) \/ FinishAttemptsSpent(n) \/ TakenBeforeStart(n)
 
 Hidden ==
     /\ \/ TraceTick

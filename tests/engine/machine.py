@@ -22,9 +22,10 @@ Invariants, after every step, are named as the properties of `tla/Engine.tla`:
 A started workflow's handler may fail (`fails`): on its first delivery, or on every one, so that
 its task is retried (`reschedule_retry`) and then dead-lettered (`mark_failed`, the workflow
 FAILED). Time passes in three ways, each under Engine's Tick guard (no lease a node holds
-lapses): when nothing can step (to the next wake-up), while work is ready (`busy`: a slow node,
-a copy waiting in its queue, a handler that renews late but within its lease), and exactly to
-the next due row that no node holds (a retry's backoff, a lease whose holder crashed).
+lapses): when nothing can step (to the next wake-up, a pause's end among them: a pause ends
+before any held lease does), while work is ready (`busy`: a slow node, a copy waiting in its
+queue, a handler that renews late but within its lease), and exactly to the next due row that
+no node holds (a retry's backoff, a lease whose holder crashed).
 
 At the end of each example (`teardown`) faults stop and the run drains: every waiting workflow
 is approved (one that can fail, while a run of it is in progress), time passes, and then
@@ -337,8 +338,14 @@ class EngineMachine(RuleBasedStateMachine):
 
     @rule(node=st.sampled_from(NODES), ms=st.integers(1, LEASE // 2))
     def pause(self, node: str, ms: int) -> None:
-        """`node` stalls for `ms` (NoLongPauses: never back to back, under half a lease)."""
-        if self.sim.paused_until[node] + LEASE <= self.sim.clock.now_ms():
+        """`node` stalls for `ms` (NoLongPauses: never back to back, under half a lease), and
+        never to the end of a lease a node holds, as Engine's Tick: a paused node is late, not
+        at fault. (A copy that had waited most of its lease, paused to its end, started on the
+        lapsed lease beside its own node's fetch of the row: finding 3, a fault's overlap.)"""
+        now = self.sim.clock.now_ms()
+        limit = self._time_limit(self._live_rows())
+        ms = ms if limit is None else min(ms, limit - now)
+        if ms > 0 and self.sim.paused_until[node] + LEASE <= now:
             self.sim.pause(node, ms)
             self._log(node, "pause", f"{ms} ms")
 

@@ -95,6 +95,22 @@ def test_the_machine_finds_the_double_run_without_the_fix(request, kind: str, ke
     assert 1 <= len(rules) <= MAX_RULES, str(caught.value)
 
 
+def test_a_pause_ends_before_a_lease_a_node_holds() -> None:
+    # A start's copy waits in its queue most of its backstop lease (to 1189), then its node
+    # pauses: resumed at the lease's end, the copy ran on the lapsed lease beside the same node's
+    # fetch of the row, an overlap the machine's clock must not make (test_the_engine_machine_at_length
+    # found it, on both stores).
+    m = machine_for("twin", prefix="lp_pause_")()
+    m.start(node="n2", wf="w1", length="half", waits=False)
+    m.busy(ms=189)
+    m.store_step(node="n2")  # create_instance
+    m.store_step(node="n2")  # schedule_in_memory: the copy queued, its lease to 1189
+    m.busy(ms=811)
+    m.pause(node="n2", ms=189)
+    m.teardown()  # the drain: NoOverlappingRuns, EventuallyDone, CallersAnswered
+    assert m.sim.paused_until["n2"] == 1188  # the pause was cut to end before the lease
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["twin", "sqlite"])
 def test_the_engine_machine_at_length(request, kind: str, key_prefix: str) -> None:
