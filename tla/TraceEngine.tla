@@ -80,6 +80,25 @@ VARIABLES t, l          \* which trace of the batch; how many of its lines are e
 \* the first, each rerun one more): finish_task gives a task up only once these are spent.
 VARIABLE attempts
 
+\* The header's `drained`: the run ended with nothing left to do. Then the trace must end where
+\* the work is done: every start's caller answered, no signal left unscheduled. One value per
+\* trace of the batch: trace t's is Drained[t].
+CONSTANT Drained
+
+\* What the fault lines and the answer lines have said (impl/engine/faults.py, node.py).
+VARIABLES
+    win,    \* [Nodes -> [Windows -> Nat]]: the line that opened n's pause or stall (0: none open)
+    held,   \* [Nodes -> SUBSET Int]: the lease ends n has held a copy or a run on (a lapse line's
+            \* lease must be one of them)
+    owed,   \* [Nodes -> Owed]: what the spec owes n's start caller and no answer line has told it:
+            \* "unavailable" (ResultUnavailable), "run" or "store" (the result, from the run that
+            \* finished the workflow here, or read from the store), "none", "told"
+    used    \* the fault lines a hidden step needed (their line numbers)
+lineVars == <<win, held, owed, used>>
+
+Windows == {"pause", "stall"}
+FaultOps == Windows \cup {"crash", "lapse", "store_error"}
+
 W == CHOOSE w \in Workflows : TRUE
 E == Traces[t][l + 1]                   \* the next line to explain
 Lines == Len(Traces[t])
@@ -124,16 +143,50 @@ Stranded ==
                        /\ signaller[n][W] # "updated"
     /\ ~WaitsForSignal
 
+\* What the spec owes n's start caller after a step: ResultUnavailable once it polls, the result
+\* once a run answered its future (from the run that saved it, or, where its save conflicted
+\* with a finished workflow, from the store: AnswerFromStore), nothing once its node crashed or
+\* it starts again; else what it was owed.
+OwedAfter(n) ==
+    CASE starter'[n][W] = "polling" /\ starter[n][W] # "polling" -> "unavailable"
+      [] starter'[n][W] = "done" /\ starter[n][W] = "awaiting" ->
+            IF E.op = "run_end" /\ E.outcome = "conflict" THEN "store" ELSE "run"
+      [] starter'[n][W] \in {"idle", "lost", "failed"} /\ starter[n][W] # starter'[n][W] -> "none"
+      [] OTHER -> owed[n]
+OwedStep == owed' = [n \in Nodes |-> OwedAfter(n)]
+
+\* The lease ends each node holds a copy or a run on, after the step, added to `held`.
+HeldStep == held' = [n \in Nodes |-> held[n] \cup {it.lease : it \in {it \in {queue'[n][W]} \cup
+                                         {work'[n][W][s] : s \in Slots} : it.phase # "none"}}]
+
+\* At the end of a drained run: callers still owed an answer (between their two writes, waiting
+\* for a workflow that never finished, or owed an answer line), and signals read or written but
+\* never scheduled.  An awaiting caller of a finished workflow is answered: node.result reads
+\* storage while it waits for its future (a workflow that waited for a signal and then finished
+\* on another node never completes this node's future; Engine's awaiting phase does not poll).
+Unanswered == {n \in Nodes : \/ starter'[n][W] \in {"created", "recovering"}
+                             \/ starter'[n][W] \in {"awaiting", "polling"} /\ instance'[W].status \notin Terminal
+                             \/ owed'[n] \in {"unavailable", "run", "store"}}
+Unscheduled == {n \in Nodes : signaller'[n][W] \in {"read", "updated"}}
+
 \* The line is explained: advance the cursor; at the last line the workflow must not be
-\* stranded.  Consumed last, so that it prints only on success.  Only a run_start counts
-\* finish attempts (IsRunStart sets attempts itself).
-Step == /\ l' = l + 1 /\ UNCHANGED t
-        /\ E.op # "run_start" => UNCHANGED attempts
-        \* impl/engine has no timers (TimerRuns FALSE): only a run_end moves waitsOn.
-        /\ UNCHANGED timer
-        /\ E.op # "run_end" => UNCHANGED waitsOn
-        /\ l + 1 = Lines => Match(t, l + 1, [RunningIsDriven |-> <<Stranded', FALSE>>])
-        /\ Consumed(t, l + 1, Lines)
+\* stranded, and, where the run drained, every caller answered and every signal scheduled.
+\* Consumed last, so that it prints only on success (naming the fault lines the behaviour
+\* needed).  Only a run_start counts finish attempts (IsRunStart sets attempts itself).
+Advance ==
+    /\ l' = l + 1 /\ UNCHANGED t
+    /\ E.op # "run_start" => UNCHANGED attempts
+    \* impl/engine has no timers (TimerRuns FALSE): only a run_end moves waitsOn.
+    /\ UNCHANGED timer
+    /\ E.op # "run_end" => UNCHANGED waitsOn
+    /\ HeldStep
+    /\ l + 1 = Lines => Match(t, l + 1, [RunningIsDriven |-> <<Stranded', FALSE>>])
+    /\ (Drained[t] /\ l + 1 = Lines) =>
+          Match(t, l + 1, [CallersAnswered |-> <<Unanswered, {}>>, SignalsScheduled |-> <<Unscheduled, {}>>])
+    /\ ConsumedExcused(t, l + 1, Lines, used')
+
+\* A logged store step.
+Step == OwedStep /\ UNCHANGED <<win, used>> /\ Advance
 
 -----------------------------------------------------------------------------
 (* One Is<Op> per logged op.                                               *)
@@ -288,7 +341,75 @@ IsMarkFailed(s) ==
     /\ Agrees(IF FinishOutcome(E.node, W, s) = "ok" THEN "failed" ELSE "conflict", Held(E.node, s))
     /\ Step
 
+-----------------------------------------------------------------------------
+(* Fault lines and answers: lines no store step wrote (impl/engine/store.py line).          *)
+
+\* A line of kind `op`, of the trace's workflow, committed now.
+LineOf(op) == /\ l < Lines /\ E.op = op /\ E.wf = Traces[t][1].wf /\ E.now = clock
+KeepEngine == UNCHANGED <<instance, task, clock, queue, work, starter, signaller, sigRead, budget>>
+
+\* A pause or stall window opens or closes (injected: a simulation freezes a node, a thread is
+\* held up before a call or a taker before its copy); one opened twice, or closed unopened, is
+\* rejected naming fault_window.
+IsWindow ==
+    \E k \in Windows :
+        /\ LineOf(k) /\ E.outcome \in {"start", "end"}
+        /\ Match(t, l + 1, [fault_window |-> <<IF win[E.node][k] = 0 THEN "closed" ELSE "open",
+                                                IF E.outcome = "start" THEN "closed" ELSE "open">>])
+        /\ win' = [win EXCEPT ![E.node][k] = IF E.outcome = "start" THEN l + 1 ELSE 0]
+        /\ KeepEngine /\ UNCHANGED <<owed, used>> /\ Advance
+
+\* A node crashed (logged by whoever crashed it): it loses its queue and runs, and the callers in
+\* its process die with it (an awaiting one's future is lost; one between its writes never goes
+\* on). Engine's Crash, here at its line, and for a node that held only a caller too.  Its open
+\* pause and stall windows end with it (a dead process logs no window's end).
+LostByCrash(phase, between) == CASE phase = "awaiting" -> "lost" [] phase \in between -> "failed" [] OTHER -> phase
+IsCrash ==
+    /\ LineOf("crash")
+    /\ queue' = [queue EXCEPT ![E.node] = [w \in Workflows |-> NoItem]]
+    /\ work' = [work EXCEPT ![E.node] = [w \in Workflows |-> [s \in Slots |-> NoItem]]]
+    /\ starter' = [starter EXCEPT ![E.node][W] = LostByCrash(@, {"created", "recovering"})]
+    /\ signaller' = [signaller EXCEPT ![E.node][W] = LostByCrash(@, {"read", "updated"})]
+    /\ used' = IF <<queue', work', starter', signaller'>> # <<queue, work, starter, signaller>>
+               THEN used \cup {l + 1} ELSE used
+    /\ win' = [win EXCEPT ![E.node] = [k \in Windows |-> 0]]
+    /\ UNCHANGED <<instance, task, clock, sigRead, budget>> /\ OwedStep /\ Advance
+
+\* A lease lapsed under its holder, as the holder measured it: a step it meant to take at
+\* args.meant, before the lease's end args.run_after, came at or after that end (this line's
+\* now is when it noticed). The lease must be one it held; the hidden Lapse it excuses may come
+\* before this line (LapseExcuse).
+IsLapseLine ==
+    /\ LineOf("lapse")
+    /\ Match(t, l + 1, [lapse |-> <<[held |-> E.args.run_after \in held[E.node],
+                                       meant_before_end |-> E.args.meant < E.args.run_after,
+                                       end_by_now |-> E.args.run_after <= E.now],
+                                      [held |-> TRUE, meant_before_end |-> TRUE, end_by_now |-> TRUE]>>])
+    /\ KeepEngine /\ UNCHANGED <<win, owed, used>> /\ Advance
+
+\* A finishing write failed in the store: the worker gives the task up (Engine's StoreError).
+IsStoreError ==
+    /\ LineOf("store_error")
+    /\ \E s \in Slots : StoreError(E.node, W, s)
+    /\ used' = used \cup {l + 1}
+    /\ UNCHANGED win /\ OwedStep /\ Advance
+
+\* What node n's start caller was told (node.py): `unavailable`, or the `result` or that it
+\* `failed`, `from` the run that finished it on n or the store. It must be what the spec owes
+\* that caller (answer: <<owed, told>>; a caller answered from a run whose save conflicted is
+\* owed the store's), of the workflow's terminal status (answered_with).
+Told == IF E.outcome = "unavailable" THEN "unavailable" ELSE E.args.from
+ToldStatus == CASE E.outcome = "result" -> "COMPLETED" [] E.outcome = "failed" -> "FAILED" [] OTHER -> instance[W].status
+IsAnswer ==
+    /\ LineOf("answer")
+    /\ Match(t, l + 1, [answer |-> <<owed[E.node], Told>>, answered_with |-> <<instance[W].status, ToldStatus>>])
+    /\ owed' = [owed EXCEPT ![E.node] = "told"]
+    /\ KeepEngine /\ UNCHANGED <<win, used>> /\ Advance
+
+LineStep == IsWindow \/ IsCrash \/ IsLapseLine \/ IsStoreError \/ IsAnswer
+
 LoggedStep ==
+    \/ LineStep
     \/ IsCreateInstance \/ IsSchedule \/ IsScheduleInMemory \/ IsUpdateInstance
     \/ IsFetch \/ RunStartOverOwnRun \/ FetchUnderLease
     \/ \E s \in Slots : \/ IsRunStart(s) \/ IsRunEnd(s) \/ IsRenew(s) \/ IsRemove(s)
@@ -306,21 +427,31 @@ TraceTick ==
     /\ clock' = E.now
     /\ UNCHANGED <<instance, task, queue, work, starter, signaller, sigRead, budget>>
 
+\* The first fault line that lets the lease n holds lapse, 0 for none: a pause or stall window
+\* of n open since no later than the lease's end (n was held up when it ended), or a lapse line
+\* of n for that lease, later in the trace (n noticed it after its late step).
+LapseExcuse(n) ==
+    LET end == task[W].run_after
+        open == {win[n][k] : k \in {k \in Windows : win[n][k] # 0 /\ Traces[t][win[n][k]].now <= end}}
+        seen == {j \in (l + 1)..Lines : /\ Traces[t][j].op = "lapse" /\ Traces[t][j].node = n
+                                        /\ Traces[t][j].args.run_after = end}
+        lines == open \cup seen
+    IN IF lines = {} THEN 0 ELSE CHOOSE j \in lines : \A i \in lines : j <= i
+
 \* Never enabled: time must pass the end of a lease a node holds under the timing assumption,
-\* and no fault is left to let it go (no lapse or crash in the budget, the holder's finish
-\* attempts not spent).  Only prints why the next line cannot be explained: a worker that
-\* dropped a task it had to rerun, a holder that stopped renewing, a lapse the run did not
-\* count.
+\* and no fault line lets it go (no pause or stall window of the holder open since before the
+\* lease's end, no lapse line of its for that lease, the holder's finish attempts not spent).
+\* Only prints why the next line cannot be explained: a worker that dropped a task it had to
+\* rerun, a holder that stopped renewing, a lapse the run did not log.
 TickPastHeldLease ==
     /\ l < Lines /\ clock < E.now
-    /\ \E n \in Nodes : HoldsLease(n, W) /\ task[W].run_after <= E.now
-    /\ budget.outlive = 0 /\ budget.crash = 0
+    /\ \E n \in Nodes : HoldsLease(n, W) /\ task[W].run_after <= E.now /\ LapseExcuse(n) = 0
     /\ ~\E n \in Nodes, s \in Slots :
           work[n][W][s].phase = "rerun" /\ attempts[n][s] >= MaxFinishAttempts
-    /\ LET n == CHOOSE m \in Nodes : HoldsLease(m, W) /\ task[W].run_after <= E.now
+    /\ LET n == CHOOSE m \in Nodes : HoldsLease(m, W) /\ task[W].run_after <= E.now /\ LapseExcuse(m) = 0
            \* the slot holding the lease, if a run holds it (else any: a queued copy holds it)
-           held(r) == work[n][W][r].phase # "none" /\ work[n][W][r].lease = task[W].run_after
-           s == IF \E r \in Slots : held(r) THEN CHOOSE r \in Slots : held(r)
+           holding(r) == work[n][W][r].phase # "none" /\ work[n][W][r].lease = task[W].run_after
+           s == IF \E r \in Slots : holding(r) THEN CHOOSE r \in Slots : holding(r)
                 ELSE CHOOSE r \in Slots : TRUE
            holds == IF queue[n][W].phase # "none" /\ queue[n][W].lease = task[W].run_after
                     THEN "queued" ELSE work[n][W][s].phase
@@ -328,8 +459,7 @@ TickPastHeldLease ==
             <<n \o " holds (" \o holds \o ", " \o ToString(attempts[n][s]) \o " of "
                 \o ToString(MaxFinishAttempts) \o " finish attempts run) the lease to "
                 \o ToString(task[W].run_after) \o ", and this line is at " \o ToString(E.now),
-              "a lapse or crash the header counts (lapses left " \o ToString(budget.outlive)
-                \o ", crashes left " \o ToString(budget.crash) \o "), or finish attempts spent">>])
+              "a pause or stall window of that node, a lapse line for that lease, or finish attempts spent">>])
     /\ UNCHANGED vars
     /\ FALSE
 
@@ -337,12 +467,13 @@ TickPastHeldLease ==
 \* commit: a step n meant to take before the lease's end came after it).  Engine's OutliveLease (a
 \* running handler) and EarlyExpiry (a queued copy) in one step, for whatever n holds with that
 \* lease.  Taken only where the next line is at or past the lease's end (the gap is in the
-\* trace), and at most `faults.lapse` times (budget.outlive, which engine.yaml fills from it).
+\* trace), and only where a fault line lets it (LapseExcuse), which the acceptance then names.
 Lapse(n) ==
     /\ budget.outlive > 0
     /\ l < Lines
     /\ HoldsLease(n, W)
     /\ task[W].run_after <= E.now
+    /\ \E j \in {LapseExcuse(n)} : j # 0 /\ used' = used \cup {j}
     /\ LET Detach(it) == IF it.phase # "none" /\ it.lease = task[W].run_after
                          THEN [it EXCEPT !.bound = FALSE] ELSE it
        IN /\ queue' = [queue EXCEPT ![n][W] = Detach(@)]
@@ -369,11 +500,9 @@ ReadsAsLogged(n) ==
               next # l + 1 => instance[W].version = Traces[t][next].args.version
 
 EngineHidden(n) ==
-    \/ ReadInstance(n, W) /\ ReadsAsLogged(n)
-    \/ AlreadyQueued(n, W)
-    \/ Crash(n)
+    \/ ReadInstance(n, W) /\ ReadsAsLogged(n) /\ UNCHANGED used
+    \/ AlreadyQueued(n, W) /\ UNCHANGED used
     \/ Lapse(n)
-    \/ \E s \in Slots : StoreError(n, W, s)
 
 (* The environment and the implementation where they differ from Engine, in one place:   *)
 (*  - NewStart / NewSignal: Engine's callers start and signal once per node; a program    *)
@@ -423,12 +552,18 @@ TakenBeforeStart(n) ==
 ImplQuirk(n) == NewStart(n) \/ NewSignal(n) \/ FinishAttemptsSpent(n) \/ TakenBeforeStart(n)
 
 Hidden ==
-    /\ \/ TraceTick
-       \/ \E n \in Nodes : EngineHidden(n) \/ ImplQuirk(n)
+    /\ \/ TraceTick /\ UNCHANGED used
+       \/ \E n \in Nodes : \/ EngineHidden(n)
+                           \/ ImplQuirk(n) /\ UNCHANGED used
+    /\ OwedStep /\ HeldStep /\ UNCHANGED win
     /\ UNCHANGED <<t, l, attempts, waitsOn, timer>>
 
 -----------------------------------------------------------------------------
-TraceInit == t \in 1..Len(Traces) /\ l = 0 /\ attempts = [n \in Nodes |-> [s \in Slots |-> 0]] /\ Init
+TraceInit ==
+    /\ t \in 1..Len(Traces) /\ l = 0 /\ attempts = [n \in Nodes |-> [s \in Slots |-> 0]]
+    /\ win = [n \in Nodes |-> [k \in Windows |-> 0]] /\ held = [n \in Nodes |-> {}]
+    /\ owed = [n \in Nodes |-> "none"] /\ used = {}
+    /\ Init
 
 TraceNext == LoggedStep \/ Hidden \/ TickPastHeldLease
 

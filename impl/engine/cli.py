@@ -229,7 +229,7 @@ def _sim(args: argparse.Namespace) -> int:
             for wf, evs in by_workflow(events).items():
                 name = f"sim-seed{seed}/{wf}"
                 head = engine_header(run.sim.gates, run.sim.settings, run.sim.node_names, name, features(evs),
-                                     run.sim.faults.of(wf))
+                                     run.drained)
                 trace.write(args.trace_dir / f"sim-seed{seed}-{wf}.ndjson", head, (e.line() for e in evs), store_seq=True)
         overlaps = run.sim.monitor.overlaps
         # A flaky workflow out of retries ends FAILED, as it should (--fail-fraction).

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,39 +47,26 @@ def features(events: Sequence[Event]) -> list[str]:
 
 
 def engine_header(
-    gates: Gates, settings: Settings, nodes: Sequence[str], run: str, feats: Sequence[str] = (),
-    faults: Mapping[str, int] | None = None,
+    gates: Gates, settings: Settings, nodes: Sequence[str], run: str, feats: Sequence[str] = (), drained: bool = False,
 ) -> dict:
     """The header line of an engine trace.
 
-    `faults` counts the hidden faults that touched the trace's workflow (`faults.py`: crash,
-    lapse, store_error): written as the header's `faults` when any, so that a trace checker
-    knows how often a node may have lost its queue and runs, or a lease lapsed under its holder,
-    between two lines (`tla/TraceEngine.tla` takes at most that many). A run that had none says
-    nothing, and a kind left out counts 0.
+    Its faults are lines of the trace (`faults.py`), not counts. `drained`: the run ended with
+    nothing left to do (every workflow terminal, every caller and signal done, nothing queued or
+    running: `Simulation.quiescent`), so that `tla/TraceEngine.tla` requires the trace to end
+    where the work is done (`settings.drained`).
     """
-    head = trace.header(
-        "engine", gates=gates.header(), settings=settings.header(), nodes=nodes, run=run, features=feats
+    return trace.header(
+        "engine", gates=gates.header(), settings={**settings.header(), "drained": drained}, nodes=nodes, run=run,
+        features=feats,
     )
-    counts = {k: int(v) for k, v in sorted((faults or {}).items()) if v}
-    if counts:
-        head["faults"] = counts
-    return head
-
-
-FaultsOf = Callable[[str], Mapping[str, int]]
-
-
-def _no_faults(wf: str) -> Mapping[str, int]:
-    return {}
 
 
 def render_workflow(
-    events: Sequence[Event], gates: Gates, settings: Settings, nodes: Sequence[str], run: str,
-    faults: Mapping[str, int] | None = None,
+    events: Sequence[Event], gates: Gates, settings: Settings, nodes: Sequence[str], run: str, drained: bool = False,
 ) -> str:
     """One workflow's trace as NDJSON text."""
-    head = engine_header(gates, settings, nodes, run, features(events), faults)
+    head = engine_header(gates, settings, nodes, run, features(events), drained)
     return trace.render(head, (e.line() for e in events), store_seq=True)
 
 
@@ -91,15 +78,13 @@ def write_traces(
     settings: Settings,
     nodes: Sequence[str],
     run: str,
-    faults: FaultsOf = _no_faults,
+    drained: bool = False,
 ) -> list[Path]:
-    """Write one `<run>-<wf>.ndjson` per workflow into `directory`; the paths written.
-
-    `faults(wf)` gives the header's fault counts of each workflow (e.g. `FaultLog.of`)."""
+    """Write one `<run>-<wf>.ndjson` per workflow into `directory`; the paths written."""
     paths = []
     for wf, evs in by_workflow(events).items():
         name = _SAFE.sub("_", f"{run}-{wf}") + ".ndjson"
-        head = engine_header(gates, settings, nodes, f"{run}/{wf}", features(evs), faults(wf))
+        head = engine_header(gates, settings, nodes, f"{run}/{wf}", features(evs), drained)
         paths.append(trace.write(directory / name, head, (e.line() for e in evs), store_seq=True))
     return paths
 

@@ -142,7 +142,7 @@ def record(mutant: Mutant, directory: Path, seeds: range, workflows: int = 8) ->
             name = f"mutant-{mutant.name}-seed{seed}/{wf}"
             # The run name says it is a mutant; `features` must not, or a checker might skip it.
             head = engine_header(run.sim.gates, run.sim.settings, run.sim.node_names, name, features(evs),
-                                 run.sim.faults.of(wf))
+                                 run.drained)
             path = directory / mutant.name / f"seed{seed}-{wf}.ndjson"
             paths.append(trace.write(path, head, (e.line() for e in evs), store_seq=True))
     return result, paths

@@ -26,7 +26,6 @@ from typing import Any
 from impl.clock import Clock
 from impl.engine import worker
 from impl.engine.effects import Call, Fiber, Sleep
-from impl.engine.faults import FaultLog
 from impl.engine.errors import ResultTimeout, ResultUnavailable, SignalConflict, UnknownWorkflow
 from impl.engine.futures import ResultFuture
 from impl.engine.model import ACTIVE_TASK_STATUSES, COMPLETED, FAILED, Gates, Instance, Scheduled, ScheduleRequest, Settings
@@ -69,7 +68,6 @@ class Node:
         settings: Settings | None = None,
         workflows: Registry = DEFAULT_REGISTRY,
         monitor: RunMonitor | None = None,
-        faults: FaultLog | None = None,
     ) -> None:
         self.name = name
         self.store = store
@@ -78,8 +76,9 @@ class Node:
         self.settings = settings or Settings(lease_ms=store.lease_ms, renew_interval_ms=max(store.lease_ms // 3, 1))
         self.workflows = workflows
         self.monitor = monitor or RunMonitor()
-        # The hidden faults this node sees (its leases lapsing under it): trace headers count them.
-        self.faults = faults if faults is not None else FaultLog()
+        # The leases this node saw lapse under it (each logged once, a `lapse` line: faults.py).
+        self._lapsed: set[tuple[str, int]] = set()
+        self._lapsed_lock = threading.Lock()
         self.scheduler = Scheduler(store, name, clock)
         self.queue = ExecutionQueue(self.scheduler, self.gates)
         self._futures: dict[str, list[ResultFuture]] = defaultdict(list)
@@ -229,25 +228,51 @@ class Node:
             self._futures[wf].append(fut)
         return fut
 
+    def awaited(self) -> set[str]:
+        """The workflows a caller here awaits the future of (what a crash of this node loses)."""
+        with self._futures_lock:
+            return {wf for wf, futures in self._futures.items() if futures}
+
+    def _told(self, wf: str, outcome: str, source: str) -> None:
+        """Log what a caller of `wf` on this node was told (an `answer` line, in commit order
+        with the workflow's steps): `unavailable` (ResultUnavailable: it polls storage), or the
+        workflow's `result` / that it `failed`, read `from` the run that finished it here or
+        from storage. TraceEngine checks it against what the spec owes that caller."""
+        self.store.line(self.name, self.clock.now_ms, wf, "answer", outcome, {"from": source})
+
     def _unavailable(self, wf: str, fut: ResultFuture, why: str) -> None:
         fut.set_exception(ResultUnavailable(f"no result for {wf!r} arrives on {self.name}: {why}; polling storage"))
         with self._futures_lock:
             if fut in self._futures.get(wf, []):
                 self._futures[wf].remove(fut)
+        self._told(wf, "unavailable", "call")
 
-    def complete(self, wf: str, value: Any) -> None:
-        """A run on this node completed `wf`: complete the futures of callers here."""
+    def complete(self, wf: str, value: Any, source: str = "run") -> None:
+        """A run on this node completed `wf` (or, `source="store"`, read it completed from
+        storage): complete the futures of callers here."""
         with self._futures_lock:
             futures = self._futures.pop(wf, [])
         for fut in futures:
             fut.set_result(value)
+            self._told(wf, "result", source)
 
-    def fail(self, wf: str, exc: BaseException) -> None:
+    def fail(self, wf: str, exc: BaseException, source: str = "run") -> None:
         """`wf` failed for good: fail the futures of callers here."""
         with self._futures_lock:
             futures = self._futures.pop(wf, [])
         for fut in futures:
             fut.set_exception(exc)
+            self._told(wf, "failed", source)
+
+    def lapse(self, wf: str, run_after: int, meant: int) -> None:
+        """Its lease on `wf`'s row, due to end at `run_after`, lapsed under this node: a step it
+        meant to take at `meant`, before that end, came at or after it. Logged once per lease, as
+        a `lapse` line (faults.py)."""
+        with self._lapsed_lock:
+            if (wf, run_after) in self._lapsed:
+                return
+            self._lapsed.add((wf, run_after))
+        self.store.line(self.name, self.clock.now_ms, wf, "lapse", "observed", {"run_after": run_after, "meant": meant})
 
     def crash(self) -> None:
         """Lose everything in memory: the queue, the futures, the runs (the monitor forgets them)."""

@@ -5,9 +5,8 @@
     node i: a pool of threads (threads.py) driving the fetch loop, the runs of the copies
             its queue holds, and the callers that start and signal the workflows the plan
             gives node i; it stops once every workflow of the plan is terminal in the store
-            (or the deadline passes), and leaves the hidden faults it saw (leases that lapsed
-            under it: `faults.py`) in a file for the parent, which writes them in the trace
-            headers
+            (or the deadline passes), logging the faults it injects or sees (stalls, leases
+            that lapsed under it: `faults.py`) as lines of the traces
 
 The store orders the trace: every event is recorded in the transaction that commits it.
 """
@@ -17,7 +16,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,7 +24,7 @@ from typing import Any
 from impl.clock import WallClock
 from impl.engine.errors import EngineError
 from impl.engine.export import RunFigures, figures, write_traces
-from impl.engine.faults import FaultLog, Stalls
+from impl.engine.faults import Stalls
 from impl.engine.model import COMPLETED, Gates, Settings
 from impl.engine.node import Node
 from impl.engine.store import Store
@@ -115,9 +113,9 @@ class RunSummary:
         ]
 
 
-def _node_main(cfg: RunConfig, name: str, items: list[Item], t0_ms: int, faults_file: str) -> None:
-    """One node process: run the node and its callers until the plan is done; write the faults
-    its node saw to `faults_file`."""
+def _node_main(cfg: RunConfig, name: str, items: list[Item], t0_ms: int) -> None:
+    """One node process: run the node and its callers until the plan is done (its faults are
+    lines of the traces: the stalls it injects, the lapses it sees)."""
     backend = open_backend(cfg.store_url, cfg.table_prefix(), create=False)
     try:
         settings = cfg.settings()
@@ -146,7 +144,6 @@ def _node_main(cfg: RunConfig, name: str, items: list[Item], t0_ms: int, faults_
                 break
             time.sleep(0.2)
         rt.stop()
-        Path(faults_file).write_text(json.dumps(node.faults.to_json()), encoding="utf-8")
         for exc in rt.errors[:5]:
             print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
         if rt.errors:
@@ -196,32 +193,24 @@ def run_workload(cfg: RunConfig, trace_dir: Path | None) -> RunSummary:
         )
         ctx = multiprocessing.get_context("spawn")
         t0 = WallClock().now_ms() + _START_MARGIN_MS
-        faults = FaultLog()
-        with tempfile.TemporaryDirectory(prefix="leaseproof-faults-") as fdir:
-            files = {n: str(Path(fdir) / f"{n}.json") for n in names}
-            procs = [ctx.Process(target=_node_main, args=(cfg, n, items, t0, files[n]), name=n) for n in names]
-            began = time.monotonic()
-            for p in procs:
-                p.start()
-            for p in procs:
-                p.join(cfg.deadline_s + 60)
-                if p.is_alive():
-                    p.terminate()
-                    p.join()
-            seconds = max(time.monotonic() - began - _START_MARGIN_MS / 1000, 1e-9)
-            bad_exit = [p.name for p in procs if p.exitcode != 0]
-            if bad_exit:
-                raise EngineError(f"node processes {bad_exit} failed; run again with fewer workflows to see why")
-            for n in names:
-                faults.merge(json.loads(Path(files[n]).read_text(encoding="utf-8")))
+        procs = [ctx.Process(target=_node_main, args=(cfg, n, items, t0), name=n) for n in names]
+        began = time.monotonic()
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(cfg.deadline_s + 60)
+            if p.is_alive():
+                p.terminate()
+                p.join()
+        seconds = max(time.monotonic() - began - _START_MARGIN_MS / 1000, 1e-9)
+        bad_exit = [p.name for p in procs if p.exitcode != 0]
+        if bad_exit:
+            raise EngineError(f"node processes {bad_exit} failed; run again with fewer workflows to see why")
         events = backend.read_events()
         instances = backend.list_instances()
         paths: list[Path] = []
         if trace_dir is not None:
-            paths = write_traces(
-                events, trace_dir, gates=cfg.gates, settings=cfg.settings(), nodes=names, run=cfg.run_name,
-                faults=faults.of,
-            )
+            paths = write_traces(events, trace_dir, gates=cfg.gates, settings=cfg.settings(), nodes=names, run=cfg.run_name)
         return RunSummary(
             workflows=cfg.workflows,
             completed=sum(1 for i in instances if i.status == COMPLETED),

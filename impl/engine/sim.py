@@ -24,7 +24,7 @@ from impl.clock import VirtualClock
 from impl.engine.backend import Backend, MemoryBackend
 from impl.engine.effects import Call, Fiber, Sleep
 from impl.engine.errors import EngineBug
-from impl.engine.faults import FaultLog, Stalls
+from impl.engine.faults import Stalls, stall_line
 from impl.engine.model import Gates, Settings
 from impl.engine.monitor import RunMonitor
 from impl.engine.node import Node
@@ -46,6 +46,7 @@ class SimFiber:
     value: Any = None
     error: BaseException | None = None
     on_done: Callable[[SimFiber], None] | None = field(default=None, repr=False)
+    stalled: bool = False  # its call waits out an injected stall (its window's end is logged when made)
 
 
 class Simulation:
@@ -90,9 +91,9 @@ class Simulation:
         self.clock = VirtualClock(start_ms)
         self.rng = random.Random(seed)
         self.monitor = RunMonitor()
-        # Hidden faults per workflow, for the trace headers: the crashes injected here, and the
-        # lapses the nodes see (one log shared by every node).
-        self.faults = FaultLog()
+        # Pauses whose windows are open (fault lines, faults.py): node -> the workflows whose
+        # traces got its start line; its end line goes there once the pause is over.
+        self._pause_lines: dict[str, set[str]] = {}
         # Injected stalls of a thread before some calls (faults.Stalls): the fiber waits, its
         # node goes on.
         self.stalls = stalls
@@ -105,7 +106,7 @@ class Simulation:
         self.held_copies: dict[tuple[str, str], int] = {}  # (node, wf) -> taken no sooner
         self.nodes = {
             n: Node(n, stores.get(n, self.store), self.clock, gates=self.gates, settings=self.settings, workflows=workflows,
-                    monitor=self.monitor, faults=self.faults)
+                    monitor=self.monitor)
             for n in nodes
         }
         self.fibers: list[SimFiber] = []
@@ -144,8 +145,13 @@ class Simulation:
         if isinstance(effect, Sleep):
             f.wake_at = self.clock.now_ms() + effect.ms
         elif self.stalls is not None:
-            # A stalled thread: its call is made only once the stall is over.
-            f.wake_at = self.clock.now_ms() + self.stalls.before(effect)
+            # A stalled thread: its call is made only once the stall is over, a window its
+            # fault lines show (faults.stall_line).
+            held_up = self.stalls.before(effect)
+            f.wake_at = self.clock.now_ms() + held_up
+            if held_up > 0:
+                f.stalled = True
+                stall_line(self.nodes[f.node], effect, "start")
 
     def _usable(self, node: str) -> bool:
         return node not in self.crashed and self.paused_until[node] <= self.clock.now_ms()
@@ -175,6 +181,7 @@ class Simulation:
             return True
         for wf in sorted(ids & self.take_stalls.keys()):
             self.held_copies[(node, wf)] = now + self.take_stalls.pop(wf)
+            self.nodes[node].store.line(node, now, wf, "stall", "start")  # the taker is held up on it
         held = self._held(node, now)
         return any(not held(wf) for wf in ids)
 
@@ -197,6 +204,7 @@ class Simulation:
         `pick(n)` chooses among the `n` things that can happen now (default: the seeded
         random); a Hypothesis test passes its own, so it can explore and shrink schedules.
         """
+        self._pauses_over()
         choices = self._choices()
         if not choices:
             wake = self._next_wake()
@@ -216,14 +224,27 @@ class Simulation:
             item = node.queue.take_first(self._held(what, self.clock.now_ms())) if self.held_copies else node.take()
             if item is None:
                 raise EngineBug(f"{what}'s queue was listed as non-empty but gave nothing")
+            if self.held_copies.pop((what, item.task.task_id), None) is not None:
+                node.store.line(what, self.clock.now_ms(), item.task.task_id, "stall", "end")  # taken at last
             self.spawn(what, node.run(item), f"run:{item.task.task_id}")
         else:
             f: SimFiber = what
             effect = f.effect
+            if f.stalled:
+                f.stalled = False
+                stall_line(self.nodes[f.node], effect, "end")
             value = effect.fn() if isinstance(effect, Call) else None
             self._advance(f, value)
         self.fibers = [f for f in self.fibers if not f.done]
         return True
+
+    def quiescent(self) -> bool:
+        """Whether nothing is left to do but poll: no fiber but the fetch loops (every caller,
+        signal and run has ended), no copy queued or held back, no node paused."""
+        now = self.clock.now_ms()
+        return (all(f.done or f.label == "fetch_loop" for f in self.fibers)
+                and not any(len(node.queue) for node in self.nodes.values())
+                and not self.held_copies and all(t <= now for t in self.paused_until.values()))
 
     def step_where(self, want: Callable[[str, Any], bool]) -> bool:
         """Take the first of the current choices that `want(kind, what)` accepts; False if none.
@@ -251,14 +272,13 @@ class Simulation:
     def crash(self, node: str, restart: bool = True) -> None:
         """Kill `node`: its fibers, queue, runs and futures are lost; restart it empty.
 
-        The crash counts against every workflow the node held a copy or a run of (a crash of a
-        node holding nothing of a workflow changes nothing in that workflow's trace)."""
+        The crash is a fault line in every workflow the node held a copy, a run, a call or a
+        caller's future of (a crash of a node holding nothing of a workflow changes nothing in
+        that workflow's trace)."""
         self.crashes += 1
-        held = self.nodes[node].queue.ids()
-        held |= {f.label.removeprefix("run:") for f in self.fibers
-                 if f.node == node and not f.done and f.label.startswith("run:")}
-        for wf in sorted(held):
-            self.faults.add(wf, "crash")
+        for wf in sorted(self._held_by(node, callers=True)):
+            self.store.line(node, self.clock.now_ms(), wf, "crash", "injected")
+        self._pause_lines.pop(node, None)  # its pause is over: it is gone
         for f in self.fibers:
             if f.node == node and not f.done:
                 f.gen.close()
@@ -279,5 +299,27 @@ class Simulation:
         self.fibers = [g for g in self.fibers if not g.done]
 
     def pause(self, node: str, ms: int) -> None:
-        """Freeze `node` for `ms` of virtual time (a GC pause, a stalled caller)."""
+        """Freeze `node` for `ms` of virtual time (a GC pause, a stalled caller): a fault window in
+        the trace of every workflow it holds a copy or a run of (its start line now, its end line
+        once the pause is over)."""
         self.paused_until[node] = max(self.paused_until[node], self.clock.now_ms() + ms)
+        fresh = self._held_by(node) - self._pause_lines.get(node, set())
+        for wf in sorted(fresh):
+            self.store.line(node, self.clock.now_ms(), wf, "pause", "start")
+        self._pause_lines.setdefault(node, set()).update(fresh)
+
+    def _held_by(self, node: str, callers: bool = False) -> set[str]:
+        """The workflows `node` holds a copy (queued or held back) or a run of (whose lease a
+        pause may let lapse); with `callers`, also a call in flight or a caller's future of
+        (what its crash loses)."""
+        held = set(self.nodes[node].queue.ids())
+        kinds = ("run:", "start:", "signal:") if callers else ("run:",)
+        held |= {f.label.split(":", 1)[1] for f in self.fibers if f.node == node and not f.done and f.label.startswith(kinds)}
+        return held | self.nodes[node].awaited() if callers else held
+
+    def _pauses_over(self) -> None:
+        """Log the end line of every pause window whose pause is over."""
+        now = self.clock.now_ms()
+        for node in sorted(n for n in self._pause_lines if self.paused_until[n] <= now):
+            for wf in sorted(self._pause_lines.pop(node)):
+                self.store.line(node, now, wf, "pause", "end")

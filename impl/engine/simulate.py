@@ -46,6 +46,7 @@ class SimRun:
     pauses: int
     traces: dict[str, str] = field(default_factory=dict)
     dead_lettered: int = 0  # flaky workflows that ended FAILED (out of retries)
+    drained: bool = False  # nothing left to do (Simulation.quiescent): the traces say so
 
     @property
     def figures(self) -> RunFigures:
@@ -108,7 +109,8 @@ def simulate(
     def done() -> bool:
         return wanted <= {i.wf for i in sim.backend.list_instances() if i.terminal}
 
-    for _ in range(max_steps):
+    steps = 0
+    for steps in range(max_steps):
         if done():
             break
         r = fault_rng.random()
@@ -125,14 +127,25 @@ def simulate(
                 pauses += 1
         if not sim.step():
             break
+    # Faults stop; the run goes on until nothing is left to do (the last finishing writes, the
+    # callers' answers, a late signal's schedule), so that each trace may end drained: where
+    # TraceEngine requires the work done (every caller answered, no signal left unscheduled).
+    # A run that never finished its workflows may still have drained (a signal that updated the
+    # instance and returned without scheduling it leaves nothing to do): its traces then end
+    # where TraceEngine requires the work done, and the checker names what was left.
+    if done():
+        for _ in range(max_steps - steps):
+            if sim.quiescent() or not sim.step():
+                break
+    drained = sim.quiescent()
     traces = {
-        wf: render_workflow(evs, sim.gates, sim.settings, nodes, f"sim-seed{seed}/{wf}", sim.faults.of(wf))
+        wf: render_workflow(evs, sim.gates, sim.settings, nodes, f"sim-seed{seed}/{wf}", drained)
         for wf, evs in by_workflow(sim.backend.read_events()).items()
     }
     completed = sum(1 for i in sim.backend.list_instances() if i.status == "COMPLETED")
     flaky = {i.wf for i in items if i.fail_times}  # only these may end FAILED: an approval never fails
     dead = sum(1 for i in sim.backend.list_instances() if i.status == "FAILED" and i.wf in flaky)
-    return SimRun(sim, items, completed, crashes, pauses, traces, dead_lettered=dead)
+    return SimRun(sim, items, completed, crashes, pauses, traces, dead_lettered=dead, drained=drained)
 
 
 def _stalls(items: list[Item], settings: Settings) -> Stalls:

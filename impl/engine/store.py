@@ -118,6 +118,19 @@ class Store:
             }
         )
 
+    def line(self, node: str, now: Now, wf: str, op: str, outcome: str, args: dict[str, Any] | None = None) -> None:
+        """Record a trace line that is no store step, in commit order with the workflow's steps (a
+        transaction of its own that writes nothing else): a fault where it happened, by the node it
+        hit (`crash`, `pause`, `stall`, `lapse`, `store_error`), or what a caller was told
+        (`answer`). Its state is empty: it changes none."""
+
+        def body(tx: Txn) -> None:
+            n = tx.lock_workflow(wf)
+            tx.record_event({"wf": wf, "wf_seq": n, "node": node, "op": op, "now": _at(now),
+                             "args": _json(args or {}), "outcome": outcome, "state": _json({})})
+
+        self._txn(body)
+
     @staticmethod
     def _must(changed: int, what: str) -> None:
         # Writes are guarded by the version read under the workflow lock (the decision has

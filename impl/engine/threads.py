@@ -26,7 +26,7 @@ from collections import deque
 from typing import Any
 
 from impl.engine.effects import Call, Fiber, Sleep
-from impl.engine.faults import Stalls
+from impl.engine.faults import Stalls, stall_line
 from impl.engine.node import Node
 
 _IDLE_WAIT_S = 0.05  # a worker with nothing to do looks again this often (stop, the queue)
@@ -195,6 +195,7 @@ class NodeRuntime:
                 if task.pending is not None:
                     effect: Any = task.pending
                     task.pending = None
+                    stall_line(self.node, effect, "end")  # the stalled call is made at last
                 elif not task.started:
                     task.started = True
                     effect = next(task.fiber)
@@ -208,6 +209,7 @@ class NodeRuntime:
                     return
                 held_up = self.stalls.before(effect) if self.stalls is not None else 0
                 if held_up > 0:
+                    stall_line(self.node, effect, "start")  # a fault window: the thread is held up
                     task.pending = effect
                     self._park(task, held_up)
                     return

@@ -15,13 +15,12 @@ outlives its lease then overlaps a fetch on another node. With `Gates.renew_adop
 (this engine's default) the run renews at the row's new version and remembers that a rerun is
 owed; instead of removing the row, it runs again at once.
 
-The worker counts a `lapse` (`faults.py`) when its lease ended while it was held up: a step it
-meant to take before the lease's end (a store call it reached, a wake-up it slept until, a
+The worker logs a `lapse` line (`faults.py`) when its lease ended while it was held up: a step
+it meant to take before the lease's end (a store call it reached, a wake-up it slept until, a
 queued task the taker takes at once) happened at or after that end (a pause, a stall, a slow
-commit). The trace header carries the count, so that `tla/TraceEngine.tla` may let that lease
-lapse. A lease that ends because the code planned no step before it (renewal off, or a bug that
-stops renewing or drops the task) is not a fault and is not counted: the trace check then says
-which lease was not kept. The store logs the held `run_after` (`held_run_after`) on every finishing write and
+commit), so that `tla/TraceEngine.tla` may let that lease lapse. A lease that ends because the
+code planned no step before it (renewal off, or a bug that stops renewing or drops the task) is
+not a fault and no line is logged: the trace check then says which lease was not kept. The store logs the held `run_after` (`held_run_after`) on every finishing write and
 renewal: it is what tells a rerun from a lost lease.
 """
 
@@ -51,7 +50,7 @@ def _lapsed(node: Node, held: Task, meant: int) -> None:
     count may be high, never low, which is the side a budget may err on.
     """
     if meant < held.run_after <= node.clock.now_ms():
-        node.faults.lapse(node.name, held.task_id, held.run_after)
+        node.lapse(held.task_id, held.run_after, meant)
 
 
 def _step(node: Node, held: Task, call: Any, label: str, meant: int | None = None) -> Fiber[Any]:
@@ -119,9 +118,9 @@ def _answer_from_store(node: Node, wf: str) -> Fiber[None]:
 
     inst = yield Call(lambda: node.store.get_instance(wf), "read_instance")
     if inst is not None and inst.status == COMPLETED:
-        node.complete(wf, json.loads(inst.result) if inst.result is not None else None)
+        node.complete(wf, json.loads(inst.result) if inst.result is not None else None, source="store")
     elif inst is not None and inst.status == FAILED:
-        node.fail(wf, WorkflowFailed(f"workflow {wf!r} failed"))
+        node.fail(wf, WorkflowFailed(f"workflow {wf!r} failed"), source="store")
 
 
 def _handler(node: Node, inst: Any, held: Task) -> tuple[Step | None, int]:

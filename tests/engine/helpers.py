@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from impl.clock import VirtualClock
 from impl.engine.backend import Backend
+from impl.engine.faults import LINE_OPS
 from impl.engine.model import Gates, Settings
 from impl.engine.monitor import RunMonitor
 from impl.engine.node import Node
@@ -25,5 +26,19 @@ def two_nodes(backend: Backend, gates: Gates | None = None) -> tuple[VirtualCloc
 
 
 def ops(backend: Backend) -> list[tuple[str, str, str]]:
-    """The recorded events as (node, op, outcome)."""
-    return [(e.node, e.op, e.outcome) for e in backend.read_events()]
+    """The recorded store steps as (node, op, outcome) (not the fault and answer lines)."""
+    return [(e.node, e.op, e.outcome) for e in backend.read_events() if e.op not in LINE_OPS]
+
+
+def lines(backend: Backend) -> list[tuple[str, str, str]]:
+    """The recorded fault and answer lines as (node, op, outcome)."""
+    return [(e.node, e.op, e.outcome) for e in backend.read_events() if e.op in LINE_OPS]
+
+
+def fault_lines(backend: Backend, wf: str) -> dict[str, int]:
+    """How many fault lines of each kind `wf`'s trace has, counting a window once (its start)."""
+    out: dict[str, int] = {}
+    for e in backend.read_events():
+        if e.wf == wf and e.op in LINE_OPS and e.op != "answer" and e.outcome != "end":
+            out[e.op] = out.get(e.op, 0) + 1
+    return out

@@ -12,9 +12,15 @@ The same recipe writes the same bytes, so anyone can re-record the corpus files:
 |---|---|---|
 | `rerun-dropped.ndjson` | `impl/engine/worker.py` `run_task` | after `remove: rerun` the worker returns instead of running again |
 | `fetch-under-lease.ndjson` | `impl/engine/model.py` `Task.is_due` | the fetch's `run_after <= now` comparison is gone: a fetch leases a row under an active lease |
+| `caller-left-unanswered.ndjson` | `impl/engine/node.py` `Node.start` | a start that queued no copy here never fails its caller's future with `ResultUnavailable` |
+| `caller-answered-from-conflict.ndjson` | `impl/engine/worker.py` `run_task` | a run whose save conflicted answers its node's callers with its own result (not the stored one) |
+| `signal-never-scheduled.ndjson` | `impl/engine/node.py` `Node.signal` | a signal updates the instance and returns without scheduling a run |
 
-`tests/engine/test_known_bad.py` checks that each is rejected at the line `RECIPES` names,
-naming the property (`HeldLeaseKept`, `FetchOnlyDue` in `tla/TraceEngine.tla`).
+`tests/engine/test_known_bad.py` checks that each is rejected at the line `RECIPES` names, as
+`RECIPES` says (`HeldLeaseKept`, `FetchOnlyDue`, `CallersAnswered`, the `answer` a caller is
+owed, `SignalsScheduled` in `tla/TraceEngine.tla`). The last three end drained (the simulation
+had nothing left to do), where TraceEngine requires every caller answered and every signal
+scheduled.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from impl.engine import model, worker
+from impl.engine.node import Node
 from impl.engine.simulate import Faults, simulate
 
 from . import recording
@@ -80,7 +87,60 @@ def fetch_under_lease(text: str) -> int | None:
     for e in events(text):
         if e["op"] == "fetch" and row is not None and row["status"] in ("PENDING", "RUNNING") and row["run_after"] > e["now"]:
             return int(e["seq"])
-        row = e["state"]["task"]
+        if e["state"]:  # a fault or answer line logs no state
+            row = e["state"]["task"]
+    return None
+
+
+def drained(text: str) -> bool:
+    """Whether the trace's run ended with nothing left to do (its header says so)."""
+    return bool(json.loads(text.splitlines()[0])["settings"].get("drained"))
+
+
+def last_line(text: str) -> int:
+    """The `seq` of the trace's last event (where a drained run's obligations are checked)."""
+    return int(events(text)[-1]["seq"])
+
+
+def unanswered_start(text: str) -> int | None:
+    """In a drained trace, a start whose first schedule queued no copy on its node (so its caller
+    is owed `ResultUnavailable`) and no answer line of that node after it: the last line."""
+    evs = events(text)
+    if not drained(text):
+        return None
+    for i, e in enumerate(evs):
+        if (e["op"], e["outcome"]) != ("create_instance", "created"):
+            continue
+        mine = [r for r in evs[i + 1:] if r["node"] == e["node"]]
+        first = next((r for r in mine if r["op"] in ("schedule", "schedule_in_memory")), None)
+        if first is not None and not first["args"].get("queued", False) \
+                and not any(r["op"] == "answer" for r in mine):
+            return last_line(text)
+    return None
+
+
+def answered_from_conflict(text: str) -> int | None:
+    """The first answer line from a run (`from: run`) that follows its node's conflicted save."""
+    last_end: dict[str, str] = {}
+    for e in events(text):
+        if e["op"] == "run_end":
+            last_end[e["node"]] = e["outcome"]
+        if e["op"] == "answer" and e["args"].get("from") == "run" and last_end.get(e["node"]) == "conflict":
+            return int(e["seq"])
+    return None
+
+
+def unscheduled_signal(text: str) -> int | None:
+    """In a drained trace, a signal's `update_instance: updated` with no schedule of its node
+    after it: the last line."""
+    evs = events(text)
+    if not drained(text):
+        return None
+    for i, e in enumerate(evs):
+        if (e["op"], e["outcome"]) == ("update_instance", "updated") and not any(
+            r["node"] == e["node"] and r["op"] in ("schedule", "schedule_in_memory") for r in evs[i + 1:]
+        ):
+            return last_line(text)
     return None
 
 
@@ -93,7 +153,7 @@ class Recipe:
     seeds: range
     sim: dict[str, Any]
     shows: Callable[[str], int | None]   # the line the bug shows at (None: not in this trace)
-    names: str                            # the property the rejection names
+    says: str                             # what the rejection says (the property it names)
 
 
 RECIPES = (
@@ -103,7 +163,7 @@ RECIPES = (
         range(10, 40),
         dict(workflows=12, waiting_fraction=0.0, faults=Faults(pause=0.01)),
         after_dropped_rerun,
-        "HeldLeaseKept",
+        "breaks HeldLeaseKept",
     ),
     Recipe(
         "fetch-under-lease.ndjson",
@@ -111,7 +171,34 @@ RECIPES = (
         range(0, 10),
         dict(workflows=4, faults=Faults(pause=0.01)),
         fetch_under_lease,
-        "FetchOnlyDue",
+        "breaks FetchOnlyDue",
+    ),
+    Recipe(
+        "caller-left-unanswered.ndjson",
+        lambda: planted(Node, "start", "if not scheduled.queued_in_memory:", "if False:"),
+        range(0, 20),
+        dict(workflows=8, stranded_fraction=0.5, faults=Faults(pause=0.01)),
+        unanswered_start,
+        "breaks CallersAnswered",
+    ),
+    Recipe(
+        "caller-answered-from-conflict.ndjson",
+        lambda: planted(worker, "run_task", 'if result == "completed" and saved == "saved" and step is not None:',
+                        'if result == "completed" and step is not None:'),
+        range(0, 40),
+        dict(workflows=8, stale_fraction=1.0, faults=Faults(pause=0.02)),
+        answered_from_conflict,
+        "disagrees on answer",
+    ),
+    Recipe(
+        "signal-never-scheduled.ndjson",
+        lambda: planted(Node, "signal", "scheduled = yield from self._schedule_now(wf, in_memory=in_memory)",
+                        "scheduled = None"),
+        range(0, 20),
+        dict(workflows=4, faults=Faults(pause=0.01)),
+        unscheduled_signal,
+        # The starter still waits for the workflow too (CallersAnswered), named first.
+        'SignalsScheduled (after it {"n2"}',
     ),
 )
 
@@ -134,7 +221,7 @@ def main(argv: list[str]) -> int:
         text, line = record(recipe)
         out.mkdir(parents=True, exist_ok=True)
         (out / recipe.file).write_text(text, encoding="utf-8")
-        print(f"{out / recipe.file}: shows its bug at event {line} ({recipe.names})")
+        print(f"{out / recipe.file}: shows its bug at event {line} ({recipe.says})")
     return 0
 
 

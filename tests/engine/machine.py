@@ -185,6 +185,7 @@ class EngineMachine(RuleBasedStateMachine):
         # Copies queued on a node before it crashed: Engine's Crash drops them, so whatever the
         # implementation kept, no node holds a lease by them (see `_held`).
         self.crashed_copies: list[QueuedTask] = []
+        self.lost_futures: set[tuple[str, str]] = set()  # (node, wf): a start's future its node's crash lost
         self.deferred: list[tuple[str, str]] = []  # (node, wf): the drain's approvals sent during a run
 
     # -- helpers ---------------------------------------------------------------------------
@@ -359,6 +360,7 @@ class EngineMachine(RuleBasedStateMachine):
         # Its (node, workflow) gets no new caller: tla/Engine.tla has one starter and one
         # signaller per (node, workflow), and a trace cannot tell a dead one from a new one.
         self.handles = {k: v for k, v in self.handles.items() if k[0] != node or v.done}
+        self.lost_futures |= {k for k in self.handles if k[0] == node}  # their futures were in its memory
         for f in self.sim.fibers:
             if f.node == node and not f.done and f.label.startswith(("start:", "signal:")):
                 self.dead_callers.add((node, f.label.split(":", 1)[0], f.label.split(":", 1)[1]))
@@ -483,9 +485,12 @@ class EngineMachine(RuleBasedStateMachine):
             assert stranded == [], f"EventuallyDone: {stranded} not terminal once faults stopped, after\n{self.example.schedule()}"
             self._callers_answered()
         finally:
+            # Drained when every workflow is terminal and nothing is left to do: the traces then
+            # must end where the work is done (TraceEngine: every caller answered, no signal left).
+            drained = all(i.terminal for i in self.sim.backend.list_instances()) and self.sim.quiescent()
             self.example.traces = {
                 wf: render_workflow(evs, self.sim.gates, self.sim.settings, NODES,
-                                    f"machine-{self.stores.kind}-{self.example.number}/{wf}", self.sim.faults.of(wf))
+                                    f"machine-{self.stores.kind}-{self.example.number}/{wf}", drained)
                 for wf, evs in by_workflow(self.sim.backend.read_events()).items()
             }
             self.stores.close(self.backends)
@@ -514,10 +519,26 @@ class EngineMachine(RuleBasedStateMachine):
             stored = json.loads(inst.result) if inst.result is not None else None
             assert reader.value == stored, f"CallersAnswered: {wf} on {node} got {reader.value!r}, stored {stored!r}"
             fut = handle.future
+            # The future itself: answered by the time the workflow is terminal and nothing is left
+            # to do (a start that queued no copy fails it with ResultUnavailable at once), unless
+            # its node crashed since (the future was in the node's memory), or another node's run
+            # finished the workflow (a retry or a signal's run fetched elsewhere: only a run on
+            # its node answers a future, as in Engine's RunEnd; `result` reads storage meanwhile).
+            assert fut.done() or (node, wf) in self.lost_futures or self._finisher(wf) != node, \
+                f"CallersAnswered: the future of {wf}'s start on {node} was never answered"
             if fut.done() and fut.exception() is None:
                 assert fut.result() == stored, f"CallersAnswered: {wf}'s future says {fut.result()!r}, stored {stored!r}"
             elif fut.done():
                 assert isinstance(fut.exception(), ResultUnavailable), f"{wf}: {fut.exception()!r}"
+
+
+    def _finisher(self, wf: str) -> str | None:
+        """The node whose step made `wf` terminal (its save or its dead letter), if any."""
+        for e in self.sim.backend.read_events():
+            inst = e.line()["state"].get("instance") if e.wf == wf else None
+            if inst and inst["status"] in ("COMPLETED", "FAILED"):
+                return e.node
+        return None
 
 
 def _run_to_come(inst: Instance) -> bool:

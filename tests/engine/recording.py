@@ -4,8 +4,8 @@
 which sets `LEASEPROOF_TRACE_DIR=<dir>`: tests/conftest.py); every store a test's nodes used is
 then exported, one trace per workflow, for the plugin and `leaseproof traces check`:
 
-    <dir>/engine-tests/<test>-<wf>.ndjson                     the designed engine
-    <dir>-gates-off/engine-tests-gates-off/<test>-<wf>.ndjson  a protecting gate off (see
+    <dir>/engine-tests/<test>-<wf>-<hash>.ndjson              the designed engine
+    <dir>-gates-off/engine-tests-gates-off/<test>-<wf>-<hash>.ndjson  a protecting gate off (see
                                                               UNSAFE_GATES): rejected wherever
                                                               the test shows its bug, so kept
                                                               out of <dir>, which must pass
@@ -23,11 +23,10 @@ header's `features` (the checker skips them, with the reason):
   once (the spec's callers make one call at a time per node and workflow).
 
 The header comes from the nodes the test built (`Node.__init__` is wrapped while recording):
-their names, gates (with the store's bump setting, which is the one that acts), settings, and
-the hidden faults (`faults`): every crash the test injected on the store's nodes (`Node.crash`
-is counted, and each counts for every workflow of the store) and the lapses the nodes saw
-(`impl/engine/faults.py`), so that the trace spec gets the same constants and fault budget as
-the run had.
+their names, gates (with the store's bump setting, which is the one that acts) and settings.
+The faults are lines of the traces (`impl/engine/faults.py`): a crash the test injects through
+its simulation (`Simulation.crash`) and the lapses the nodes saw are logged where they happened,
+and the header counts none of them.
 """
 
 from __future__ import annotations
@@ -41,10 +40,10 @@ from pathlib import Path
 from collections.abc import Hashable, Iterator
 from typing import Any
 
+from conformance.pytest_plugin import safe_name
 from impl import trace
 from impl.engine import decide
 from impl.engine.export import by_workflow, engine_header, features
-from impl.engine.faults import FaultLog, combined
 from impl.engine.model import Gates, Settings
 from impl.engine.node import Node
 from impl.engine.queue import ExecutionQueue
@@ -77,8 +76,8 @@ def trace_dir() -> Path | None:
 
 def store_of(backend: Any) -> Hashable:
     """The store a backend connects to: a SQL store by its URL and table prefix (on SQLite and
-    MariaDB each node has a backend of its own over the same tables, and a crash counted on one
-    node's belongs to the store's traces), the twin and an in-memory SQLite by the object."""
+    MariaDB each node has a backend of its own over the same tables, and their lines make one
+    set of traces), the twin and an in-memory SQLite by the object."""
     url = getattr(backend, "url", None)
     if not isinstance(url, str) or url.startswith("memory") or url.endswith(":memory:"):
         return id(backend)
@@ -87,15 +86,13 @@ def store_of(backend: Any) -> Hashable:
 
 @dataclass
 class StoreRun:
-    """What a test did on one store: its nodes, their gates and settings, the crashes."""
+    """What a test did on one store: its nodes, their gates and settings."""
 
     backend: Any
     index: int = 0
     nodes: list[str] = field(default_factory=list)
     gates: Gates | None = None
     settings: Settings | None = None
-    crashes: int = 0
-    logs: list[FaultLog] = field(default_factory=list)
     mutant: bool = False
     features: set[str] = field(default_factory=set)
     in_flight: dict[tuple[str, str, str], int] = field(default_factory=dict)
@@ -107,6 +104,7 @@ class Recorder:
 
     def __init__(self, directory: Path, test_id: str) -> None:
         self.directory = directory
+        self.test_id = test_id
         self.run = _SAFE.sub("_", test_id).strip("_")
         self.runs: dict[Hashable, StoreRun] = {}
         self.count = 0
@@ -121,8 +119,6 @@ class Recorder:
             r = self.runs[key] = StoreRun(store.backend, self.count)
         if node.name not in r.nodes:
             r.nodes.append(node.name)
-        if all(log is not node.faults for log in r.logs):
-            r.logs.append(node.faults)
         if r.gates is None:
             r.gates = replace(node.gates, bump_task_version_on_honored_lease=store.bump)
             r.settings = node.settings
@@ -150,12 +146,6 @@ class Recorder:
         if r is not None:
             r.in_flight[(node.name, wf, kind)] -= 1
 
-    def saw_crash(self, node: Node) -> None:
-        """A node crashed: the traces of its store get one more crash in their budget."""
-        r = self.runs.get(store_of(node.store.backend))
-        if r is not None:
-            r.crashes += 1
-
     def flush(self, backend: Any | None = None) -> list[Path]:
         """Write the traces of `backend` (default: every backend not yet written)."""
         paths: list[Path] = []
@@ -177,13 +167,12 @@ class Recorder:
             names = sorted(set(r.nodes) | {e.node for e in events})
             run = self.run if self.count == 1 else f"{self.run}-store{r.index}"
             for wf, evs in by_workflow(events).items():
-                seen = combined(r.logs, wf)
-                # Crashes: the test's count for the whole store (a node's log counts only those
-                # that hit it while it held the workflow, and tests crash nodes themselves).
-                faults = {**seen, "crash": r.crashes}
                 head = engine_header(r.gates, r.settings, names, f"{run}/{wf}",
-                                     sorted(set(features(evs)) | r.features), faults)
-                path = where / (_SAFE.sub("_", f"{run}-{wf}") + ".ndjson")
+                                     sorted(set(features(evs)) | r.features))
+                # Readable, and with a hash of the full test id: ids that differ only in a
+                # replaced character (`job/1`, `job_1`) never share a file (the plugin's names).
+                store = "" if self.count == 1 else f"-store{r.index}"
+                path = where / (safe_name(f"{self.test_id}{store}-{wf}", "trace", 150) + ".ndjson")
                 paths.append(trace.write(path, head, (e.line() for e in evs), store_seq=True))
         return paths
 
@@ -206,8 +195,8 @@ def planting() -> Iterator[None]:
 @contextlib.contextmanager
 def not_recorded() -> Iterator[None]:
     """While inside, nodes built are not exported either: runs that are not the designed
-    engine's, such as a replay of a TLC counterexample (a calibration's gates, the model's
-    faults, none of them in the header)."""
+    engine's, such as a replay of a TLC counterexample (a calibration's gates, and the model's
+    hidden faults, which its replay does not log as lines)."""
     with planting():
         yield
 
@@ -218,24 +207,19 @@ def active() -> Recorder | None:
 
 
 def start(test_id: str, monkeypatch: Any) -> Recorder | None:
-    """Begin recording for one test (wraps `Node.__init__` and `Node.crash`); None when off."""
+    """Begin recording for one test (wraps `Node.__init__`); None when off."""
     global _active
     directory = trace_dir()
     if directory is None:
         return None
     rec = Recorder(directory, test_id)
-    init, crash = Node.__init__, Node.crash
+    init = Node.__init__
 
     def recording_init(self: Node, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
         rec.saw_node(self)
 
-    def recording_crash(self: Node) -> None:
-        rec.saw_crash(self)
-        crash(self)
-
     monkeypatch.setattr(Node, "__init__", recording_init)
-    monkeypatch.setattr(Node, "crash", recording_crash)
     for cls, names, backend_of in ((Store, STORE_OPS, lambda o: o.backend),
                                    (Scheduler, SCHEDULER_CALLS, lambda o: o.store.backend),
                                    (ExecutionQueue, QUEUE_CALLS, lambda o: o.scheduler.store.backend)):

@@ -14,6 +14,7 @@ import pytest
 from impl.engine import worker
 from impl.engine.model import Gates
 from impl.engine.sim import Simulation
+from .helpers import fault_lines
 
 GATES = Gates(create_existing_workflow_is_noop=False)
 
@@ -90,7 +91,7 @@ def test_a_lease_that_ends_while_the_copy_reads_its_answer_counts_a_lapse() -> N
 
     store.get_instance = slow_read  # type: ignore[method-assign]
     assert [step(sim, "n1", "run:w1") for _ in range(2)] == ["run_start", "run_end"]
-    assert sim.faults.of("w1") == {}
+    assert fault_lines(sim.backend, "w1") == {}
     assert step(sim, "n1", "run:w1") == "read_instance"
     assert step(sim, "n1", "run:w1") == "remove"
-    assert sim.faults.of("w1") == {"lapse": 1}
+    assert fault_lines(sim.backend, "w1") == {"lapse": 1}

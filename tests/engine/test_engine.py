@@ -12,7 +12,7 @@ from impl.engine.node import WorkflowFailed
 from impl.engine.queue import QueuedTask
 from impl.engine.sim import Simulation
 
-from .helpers import LEASE, ops, two_nodes
+from .helpers import LEASE, fault_lines, ops, two_nodes
 
 SETTINGS = Settings(lease_ms=LEASE, renew_interval_ms=LEASE // 3, retry_backoff_ms=100, max_retries=3)
 
@@ -189,7 +189,7 @@ def test_a_renewal_that_meets_a_second_bump_while_adopting_the_first_keeps_renew
     assert sim.step_where(lambda kind, what: what is run)  # renew: conflict again
     sim.run_until(lambda: run.done, max_steps=10_000)
     assert ("n1", "renew", "renewed") in ops(sim.backend)
-    assert sim.monitor.overlaps == 0 and sim.faults.of("wf") == {}
+    assert sim.monitor.overlaps == 0 and fault_lines(sim.backend, "wf") == {}
 
 
 def test_without_the_bump_the_rerun_signal_is_lost_and_the_workflow_stranded() -> None:

@@ -1,9 +1,9 @@
-"""No hidden step is free, no compared field is optional (`tla/TraceEngine.tla`, issue 11).
+"""No hidden step is free, no compared field is optional (`tla/TraceEngine.tla`, issues 11, 35).
 
 Each case takes a trace the engine recorded (the corpus, or a small simulation made here), and
-either keeps it or changes one thing a run could lie about: a fault count in the header, the
-finish-attempt limit, one logged field. The TLC cases are checked in one `check_traces` call;
-the schema cases need no TLC.
+either keeps it or changes one thing a run could lie about: a fault line (taken out, moved, or
+forged), a header's fault count, the finish-attempt limit, one logged field. The TLC cases are
+checked in one `check_traces` call; the schema cases need no TLC.
 """
 
 from __future__ import annotations
@@ -31,15 +31,23 @@ def corpus(name: str) -> str:
     return (CORPUS / name).read_text(encoding="utf-8")
 
 
-def edited(text: str, header=None, event=None) -> str:
-    """`text` with `header(h)` applied to its header and `event(e)` to each event (in place)."""
-    out = []
+def edited(text: str, header=None, event=None, drop=None) -> str:
+    """`text` with `header(h)` applied to its header and `event(e)` to each event (in place),
+    the events `drop(e)` accepts taken out, and the rest numbered again."""
+    out, seq = [], 0
     for raw in text.splitlines():
         line = json.loads(raw)
         if line["kind"] == "header" and header:
             header(line)
-        if line["kind"] == "event" and event:
-            event(line)
+        if line["kind"] == "event":
+            if drop and drop(line):
+                continue
+            if event:
+                event(line)
+            seq += 1
+            line["seq"] = seq
+        if line["kind"] == "end":
+            line["count"] = seq
         out.append(json.dumps(line, sort_keys=True))
     return "\n".join(out) + "\n"
 
@@ -47,13 +55,14 @@ def edited(text: str, header=None, event=None) -> str:
 def lapse_trace(pause_ms: int) -> str:
     """One node, no fetch loop: a run pauses for `pause_ms` right after it starts. Its lease
     (1000 ms) ends at 1000 and it would renew at 700; paused for 1000 ms, it renews at 1000,
-    when its lease has lapsed under it (the node counts `faults.lapse: 1`)."""
+    when its lease has lapsed under it: the trace has the pause window (events 4, 5) and the
+    lapse the node saw when it renewed (event 6), before that renewal (event 7)."""
     sim = Simulation(nodes=("n1",), seed=0, fetch_loops=False)
     sim.spawn("n1", sim.nodes["n1"].start("wf", "approval", {"approved": True, "work_ms": 1500}), "start")
     sim.run_until(lambda: any(e.op == "run_start" for e in sim.backend.read_events()))
     sim.pause("n1", pause_ms)
     sim.run_until(lambda: False, max_steps=1_000)
-    return render_workflow(sim.backend.read_events(), sim.gates, sim.settings, sim.node_names, "lapse", sim.faults.of("wf"))
+    return render_workflow(sim.backend.read_events(), sim.gates, sim.settings, sim.node_names, "lapse")
 
 
 def faults(**counts):
@@ -70,10 +79,19 @@ def finish_attempts(n):
     return set_limit
 
 
-def on_line(seq: int, change):
+def ops(*names):
+    return lambda e: e["op"] in names
+
+
+def on_op(op: str, change, nth: int = 1):
+    """Apply `change` to the `nth` event whose op is `op`."""
+    seen = [0]
+
     def at(e):
-        if e["seq"] == seq:
-            change(e)
+        if e["op"] == op:
+            seen[0] += 1
+            if seen[0] == nth:
+                change(e)
     return at
 
 
@@ -81,30 +99,52 @@ CRASH = "accepted/node-crash-then-fetch.ndjson"
 RERUN = "accepted/remove-finds-a-rerun.ndjson"
 DROPPED = "rejected/rerun-dropped.ndjson"
 SIGNAL = "accepted/waits-for-signal-then-fetched.ndjson"
+LAPSE = lapse_trace(1000)
 
-# name: (trace text, the verdict, the rejected line, what the rejection names)
+# name: (trace text, the verdict, the rejected line, what the verdict says)
 CASES = {
-    "crash counted": (corpus(CRASH), TraceKind.ACCEPTED, None, None),
-    "crash not counted": (edited(corpus(CRASH), header=faults()), TraceKind.REJECTED, 6, "breaks HeldLeaseKept"),
-    # A lapse instead of the crash lets the fetch in, but the crashed run would still be running.
-    "crash counted as a lapse": (edited(corpus(CRASH), header=faults(lapse=1)), TraceKind.REJECTED, 7, "breaks NoOverlappingRuns"),
-    "lapse counted": (lapse_trace(1000), TraceKind.ACCEPTED, None, None),
-    "lapse not counted": (edited(lapse_trace(1000), header=faults()), TraceKind.REJECTED, 4, "breaks HeldLeaseKept"),
+    "crash line": (corpus(CRASH), TraceKind.ACCEPTED, None, "excused by crash at line 4 (n2)"),
+    "crash line taken out": (edited(corpus(CRASH), drop=ops("crash")), TraceKind.REJECTED, 6, "breaks HeldLeaseKept"),
+    # A header count buys nothing: stated, it must equal the lines.
+    "crash counted, no line": (edited(corpus(CRASH), header=faults(crash=1), drop=ops("crash")),
+                               TraceKind.MALFORMED, None, "crash 1 (lines: 0)"),
+    "crash counted and its line": (edited(corpus(CRASH), header=faults(crash=1)), TraceKind.ACCEPTED, None, None),
+    "lapse: window and line": (LAPSE, TraceKind.ACCEPTED, None, "excused by"),
+    "lapse: the pause window alone": (edited(LAPSE, drop=ops("lapse")), TraceKind.ACCEPTED, None,
+                                      "excused by pause at line 4 (n1)"),
+    "lapse: the lapse line alone": (edited(LAPSE, drop=ops("pause")), TraceKind.ACCEPTED, None,
+                                    "excused by lapse at line 4 (n1)"),
+    "lapse: no line": (edited(LAPSE, drop=ops("pause", "lapse")), TraceKind.REJECTED, 4, "breaks HeldLeaseKept"),
+    # A window that closed before the lease ended excuses nothing after it.
+    "lapse: the window ends before the lease": (
+        edited(LAPSE, drop=ops("lapse"), event=on_op("pause", lambda e: e.update(now=900), nth=2)),
+        TraceKind.REJECTED, 6, "breaks HeldLeaseKept"),
+    # A forged lapse line: for another lease than the one that lapsed (it excuses nothing: time
+    # cannot reach its own line), or for a step that came in time.
+    "lapse line of a lease never held": (
+        edited(LAPSE, drop=ops("pause"), event=on_op("lapse", lambda e: e["args"].update(run_after=999))),
+        TraceKind.REJECTED, 4, "breaks HeldLeaseKept"),
+    "lapse line of a lease never held, in a window": (
+        edited(LAPSE, event=on_op("lapse", lambda e: e["args"].update(run_after=500, meant=400))),
+        TraceKind.REJECTED, 6, "disagrees on lapse"),
+    "lapse line of a step in time": (
+        edited(LAPSE, drop=ops("pause"), event=on_op("lapse", lambda e: e["args"].update(meant=1000))),
+        TraceKind.REJECTED, 4, "disagrees on lapse"),
     "no lapse, none needed": (lapse_trace(500), TraceKind.ACCEPTED, None, None),
-    "rerun dropped, attempts left": (corpus(DROPPED), TraceKind.REJECTED, 9, "breaks HeldLeaseKept"),
+    "rerun dropped, attempts left": (corpus(DROPPED), TraceKind.REJECTED, 11, "breaks HeldLeaseKept"),
     "rerun dropped, attempts spent": (edited(corpus(DROPPED), header=finish_attempts(1)), TraceKind.ACCEPTED, None, None),
     "held run_after off by one": (
-        edited(corpus(RERUN), event=on_line(8, lambda e: e["args"].update(held_run_after=e["args"]["held_run_after"] + 1))),
-        TraceKind.REJECTED, 8, "disagrees on held_run_after"),
+        edited(corpus(RERUN), event=on_op("remove", lambda e: e["args"].update(held_run_after=e["args"]["held_run_after"] + 1))),
+        TraceKind.REJECTED, 10, "disagrees on held_run_after"),
     "signal's version off by one": (
-        edited(corpus(SIGNAL), event=on_line(6, lambda e: e["args"].update(version=e["args"]["version"] + 1))),
+        edited(corpus(SIGNAL), event=on_op("update_instance", lambda e: e["args"].update(version=e["args"]["version"] + 1))),
         TraceKind.REJECTED, 6, "version (spec 2, trace 3)"),
     "fetched version off by one": (
-        edited(corpus(SIGNAL), event=on_line(8, lambda e: e["args"].update(task_version=e["args"]["task_version"] + 1))),
+        edited(corpus(SIGNAL), event=on_op("fetch", lambda e: e["args"].update(task_version=e["args"]["task_version"] + 1))),
         TraceKind.REJECTED, 8, "disagrees on task_version"),
     # What the header may claim is bounded by the system file (traces/systems/engine.yaml).
-    "unknown fault kind": (edited(corpus(CRASH), header=faults(crash=1, pause=1)), TraceKind.MALFORMED, None,
-                           "header field faults: 'pause'"),
+    "unknown fault kind": (edited(corpus(CRASH), header=faults(crash=1, heartbeat_lag=1)), TraceKind.MALFORMED, None,
+                           "header field faults: 'heartbeat_lag'"),
     "no finish attempts": (edited(corpus(DROPPED), header=finish_attempts(0)), TraceKind.MALFORMED, None,
                            "header field settings.max_finish_attempts: 0 is below its bound 1"),
 }
@@ -120,9 +160,11 @@ def verdicts():
     return {v.source: v for v in check_traces(items, load_systems(ROOT), Tlc.locate())}
 
 
-def test_the_lapse_trace_counts_its_lapse() -> None:
-    assert json.loads(lapse_trace(1000).splitlines()[0])["faults"] == {"lapse": 1}
-    assert "faults" not in json.loads(lapse_trace(500).splitlines()[0])
+def test_the_lapse_trace_logs_its_window_and_its_lapse() -> None:
+    ops_of = lambda text: [(e["op"], e["outcome"]) for e in map(json.loads, text.splitlines()[1:-1])]  # noqa: E731
+    assert ops_of(LAPSE)[3:7] == [("pause", "start"), ("pause", "end"), ("lapse", "observed"), ("renew", "renewed")]
+    assert ("lapse", "observed") not in ops_of(lapse_trace(500))
+    assert all("faults" not in json.loads(t.splitlines()[0]) for t in (LAPSE, lapse_trace(500)))
 
 
 @pytest.mark.tlc
@@ -135,6 +177,7 @@ def test_each_hidden_step_is_paid_for(verdicts, name: str) -> None:
         assert v.line == line, v.describe()
     if names is not None:
         assert names in v.describe(), v.describe()
+
 
 
 # Every arg TraceEngine compares, on an op of a corpus trace that has it: absent = malformed.

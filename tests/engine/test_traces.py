@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 
 from impl.engine.export import write_traces
+from impl.engine.faults import LINE_OPS
 from impl.engine.model import Gates
 from impl.engine.schema import trace_line_schema
 from impl.engine.simulate import Faults, simulate
@@ -77,7 +78,10 @@ def test_ops_outcomes_and_args_are_the_contracts(runs) -> None:
                     assert args["source"] in ("memory", "store") and isinstance(args["task_version"], int)
                 if op == "run_end":
                     assert args["result"] in ("completed", "waiting", "failed")
-                assert set(line["state"]) == {"instance", "task"}
+                if op == "answer":
+                    assert args["from"] in ("call", "run", "store")
+                # A fault or answer line changes no state and logs none.
+                assert set(line["state"]) == (set() if op in LINE_OPS else {"instance", "task"})
     # The workload reaches the steps that matter (a coverage guard).
     assert {"create_instance", "schedule_in_memory", "schedule", "update_instance", "run_start", "run_end",
             "renew", "remove", "fetch"} <= seen
@@ -131,9 +135,9 @@ def test_a_step_committed_without_its_event_leaves_a_gap_the_reader_rejects(tmp_
     [(wf, events)] = by_workflow(run.sim.backend.read_events()).items()
     assert [e.wf_seq for e in events] == list(range(1, len(events) + 1))
     whole, holed = tmp_path / "whole.ndjson", tmp_path / "holed.ndjson"
-    whole.write_text(render_workflow(events, run.sim.gates, run.sim.settings, run.sim.node_names, "whole", {}))
+    whole.write_text(render_workflow(events, run.sim.gates, run.sim.settings, run.sim.node_names, "whole"))
     holed.write_text(render_workflow(events[:2] + events[3:], run.sim.gates, run.sim.settings, run.sim.node_names,
-                                     "holed", {}))
+                                     "holed"))
     assert not isinstance(read_trace_file(whole), TraceVerdict)
     bad = read_trace_file(holed)
     assert isinstance(bad, TraceVerdict) and bad.kind is TraceKind.MALFORMED
