@@ -15,20 +15,27 @@ class ResultFuture:
 
     def __init__(self) -> None:
         self._done = threading.Event()
+        self._lock = threading.Lock()  # a run and a caller's own path may answer it at once
         self._value: Any = None
         self._exc: BaseException | None = None
 
-    def set_result(self, value: Any) -> None:
-        """Complete with `value` (a second completion is ignored)."""
-        if not self._done.is_set():
+    def set_result(self, value: Any) -> bool:
+        """Complete with `value`; False if it was already done (the second is ignored)."""
+        with self._lock:
+            if self._done.is_set():
+                return False
             self._value = value
             self._done.set()
+            return True
 
-    def set_exception(self, exc: BaseException) -> None:
-        """Fail with `exc` (ignored if already done)."""
-        if not self._done.is_set():
+    def set_exception(self, exc: BaseException) -> bool:
+        """Fail with `exc`; False if it was already done (ignored)."""
+        with self._lock:
+            if self._done.is_set():
+                return False
             self._exc = exc
             self._done.set()
+            return True
 
     def done(self) -> bool:
         """Whether it is completed or failed."""

@@ -21,6 +21,7 @@ import json
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from impl.clock import Clock
@@ -95,7 +96,10 @@ class Node:
         on this node, the handle's future fails with `ResultUnavailable`: use `result`.
         """
         self.workflows.get(workflow)  # fail early on an unknown type
-        future = self._register(wf)
+        # Armed (answered by this node's runs) only when this call queues its copy: a run that
+        # ends before then answers someone else's call (tla/Engine.tla: RunEnd answers an
+        # `awaiting` caller, one whose ScheduleInMemory queued a copy).
+        future = ResultFuture()
         now = self.clock.now_ms
         state = _json(dict(input or {}))
         outcome, inst, row = yield Call(
@@ -121,7 +125,8 @@ class Node:
         elif outcome == "exists" and inst.terminal:
             self._unavailable(wf, future, "the workflow has finished")
             return Handle(wf, future, None)
-        scheduled = yield from self._schedule_now(wf, in_memory=self.settings.in_memory_execution)
+        scheduled = yield from self._schedule_now(wf, in_memory=self.settings.in_memory_execution,
+                                                  on_queued=lambda: self._arm(wf, future))
         if not scheduled.queued_in_memory:
             self._unavailable(wf, future, "no copy was queued on this node")
         return Handle(wf, future, scheduled)
@@ -222,11 +227,12 @@ class Node:
 
     # -- futures ---------------------------------------------------------------------------
 
-    def _register(self, wf: str) -> ResultFuture:
-        fut = ResultFuture()
+    def _arm(self, wf: str, fut: ResultFuture) -> None:
+        """`fut`'s call queued its copy here: this node's runs of `wf` answer it from now on.
+        Called in the schedule's step, before the copy is pushed (`ExecutionQueue.schedule`), so
+        that no run of that copy can end before it."""
         with self._futures_lock:
             self._futures[wf].append(fut)
-        return fut
 
     def awaited(self) -> set[str]:
         """The workflows a caller here awaits the future of (what a crash of this node loses)."""
@@ -241,11 +247,8 @@ class Node:
         self.store.line(self.name, self.clock.now_ms, wf, "answer", outcome, {"from": source})
 
     def _unavailable(self, wf: str, fut: ResultFuture, why: str) -> None:
-        fut.set_exception(ResultUnavailable(f"no result for {wf!r} arrives on {self.name}: {why}; polling storage"))
-        with self._futures_lock:
-            if fut in self._futures.get(wf, []):
-                self._futures[wf].remove(fut)
-        self._told(wf, "unavailable", "call")
+        if fut.set_exception(ResultUnavailable(f"no result for {wf!r} arrives on {self.name}: {why}; polling storage")):
+            self._told(wf, "unavailable", "call")
 
     def complete(self, wf: str, value: Any, source: str = "run") -> None:
         """A run on this node completed `wf` (or, `source="store"`, read it completed from
@@ -253,16 +256,16 @@ class Node:
         with self._futures_lock:
             futures = self._futures.pop(wf, [])
         for fut in futures:
-            fut.set_result(value)
-            self._told(wf, "result", source)
+            if fut.set_result(value):
+                self._told(wf, "result", source)
 
     def fail(self, wf: str, exc: BaseException, source: str = "run") -> None:
         """`wf` failed for good: fail the futures of callers here."""
         with self._futures_lock:
             futures = self._futures.pop(wf, [])
         for fut in futures:
-            fut.set_exception(exc)
-            self._told(wf, "failed", source)
+            if fut.set_exception(exc):
+                self._told(wf, "failed", source)
 
     def lapse(self, wf: str, run_after: int, meant: int) -> None:
         """Its lease on `wf`'s row, due to end at `run_after`, lapsed under this node: a step it
@@ -283,10 +286,12 @@ class Node:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _schedule_now(self, wf: str, *, in_memory: bool) -> Fiber[Scheduled]:
+    def _schedule_now(self, wf: str, *, in_memory: bool, on_queued: Callable[[], None] | None = None) -> Fiber[Scheduled]:
+        """Schedule `wf` to run now: in memory (the backstop write, then maybe a copy here, with
+        `on_queued` called in that step before the copy is pushed), or through the store."""
         if in_memory:
             request = ScheduleRequest(wf, run_after=self.clock.now_ms(), honour_leases=True, delay_ms=0)
-            scheduled = yield from self.queue.schedule(request)
+            scheduled = yield from self.queue.schedule(request, on_queued)
             return scheduled
         out = yield Call(
             lambda: self.scheduler.schedule_with_outcome(

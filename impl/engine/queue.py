@@ -49,8 +49,10 @@ class ExecutionQueue:
         # Told after a copy is queued (a production driver wakes a worker to take it).
         self.on_push: Callable[[], None] | None = None
 
-    def schedule(self, request: ScheduleRequest) -> Fiber[Scheduled]:
-        """Schedule `request` to run on this node now: the backstop write, then maybe a copy.
+    def schedule(self, request: ScheduleRequest, on_queued: Callable[[], None] | None = None) -> Fiber[Scheduled]:
+        """Schedule `request` to run on this node now: the backstop write, then maybe a copy
+        (`on_queued` is called just before it is pushed, in the same step: a caller's future is
+        armed there, before any run of the copy could end).
 
         The check for a copy already queued here, the write and the push are one step, under
         the workflow's lock on this node: checked before the write, a start and a signal of one
@@ -66,6 +68,8 @@ class ExecutionQueue:
                     return None  # already queued here: that copy will run; nothing is written
                 outcome = write()
                 if outcome.queued:
+                    if on_queued is not None:
+                        on_queued()
                     self._push(QueuedTask(outcome.task, "memory", request.payload))
                 return outcome
 
