@@ -1,7 +1,8 @@
 """A pytest plugin: check the traces your integration tests record, at the end of the session.
 
     pytest --leaseproof-traces out/traces [--leaseproof-root PROJECT]
-           [--leaseproof-allow-skip FEATURE ...] [--leaseproof-no-coverage] [--leaseproof-batch-size N]
+           [--leaseproof-allow-skip FEATURE ...] [--leaseproof-no-coverage] [--leaseproof-no-faults]
+           [--leaseproof-batch-size N]
 
 Your tests (or the system they drive) record traces during the session; when it ends, every
 `*.ndjson` under the directory is checked against your systems (`PROJECT/traces/systems/*.yaml`,
@@ -14,7 +15,9 @@ rejected, malformed or inconclusive trace; on a skipped one unless `--leaseproof
 names every out-of-scope feature that made it skip (a name no system file declares out of scope
 is a usage error); when the accepted traces never showed a requirement of a system file's
 `coverage:` (as the CLI, unless `--leaseproof-no-coverage`); when a failing test recorded no
-trace (its run was never checked: it is listed); and when nothing was recorded at all.
+trace (its run was never checked: it is listed); and when nothing was recorded at all. With
+`--leaseproof-no-faults` (a session that injects no fault), a trace with a fault line is
+rejected at that line, as `leaseproof traces check --no-faults` does.
 `--leaseproof-fail-on-skip` and `--leaseproof-coverage` are still accepted, and do nothing: both
 are the default now.
 
@@ -90,6 +93,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--leaseproof-no-coverage", action="store_true", default=False,
                     help="do not fail when the accepted traces never showed what a system file's coverage: requires "
                          "(what is missing is still listed)")
+    group.addoption("--leaseproof-no-faults", action="store_true", default=False,
+                    help="the session injects no faults: a trace with a fault line (a crash, a pause, a lapse, ... "
+                         "as its system file's faults: lists) is rejected at that line")
     group.addoption("--leaseproof-fail-on-skip", action="store_true", default=False,
                     help="deprecated, does nothing: a skip fails by default (allow features with --leaseproof-allow-skip)")
     group.addoption("--leaseproof-coverage", action="store_true", default=False,
@@ -380,7 +386,7 @@ class TraceCheck:
         if opt("leaseproof_batch_size") is not None:
             kwargs["batch_size"] = opt("leaseproof_batch_size")
         items = [read_trace_file(p) for p in files]  # a bad file gets its verdict; the others go on
-        verdicts = check_traces(items, systems, Tlc.locate(), **kwargs)
+        verdicts = check_traces(items, systems, Tlc.locate(), no_faults=bool(opt("leaseproof_no_faults")), **kwargs)
         skips = {s.source: s for s in judge(items, verdicts, systems, allowed)}
         verbose = self.config.getoption("verbose", 0) > 0
         lines = [f"{v.kind.value.upper():12} {self._short(v.source)}: {v.describe()}"

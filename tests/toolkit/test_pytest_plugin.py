@@ -144,7 +144,7 @@ def test_a_session_under_xdist_fails_on_each_bad_trace_and_says_where(project: p
     assert f"REJECTED     {where('test_one_job[job/1]')}: {planted}" in section
     corpus = trace_dir_name("test_toy.py::test_corpus")
     assert f"REJECTED     {corpus}/rejected/rejected-renew-without-owner-check.ndjson: rejected at event 5" in section
-    assert f"REJECTED     {corpus}/rejected/rejected-restart-not-counted.ndjson: rejected at event 2 (acquire by w2)" in section
+    assert f"REJECTED     {corpus}/rejected/rejected-restart-not-logged.ndjson: rejected at event 2 (acquire by w2)" in section
     assert "accepted-" not in section
     truncated, garbage = trace_dir_name("test_toy.py::test_truncated"), trace_dir_name("test_toy.py::test_garbage")
     assert f"MALFORMED    {truncated}/cut.ndjson: malformed: truncated: no end line after 1 events" in section
@@ -180,7 +180,7 @@ def test_the_toy_projects_own_tests_pass_under_the_plugin(project: pytest.Pytest
     turns = trace_dir_name("tests/test_joblease.py::test_two_workers_take_turns")
     result.stdout.fnmatch_lines([
         "*= leaseproof traces =*",
-        f"ACCEPTED     {restart}/slot.ndjson: accepted",
+        f"ACCEPTED     {restart}/slot.ndjson: accepted, excused by restart at line 2 (w2)",
         f"ACCEPTED     {turns}/{trace_file_name('trace')}: accepted",
         "passed: 2 of 2 in-scope runs accepted, 0 skipped (2 trace files in *out)",
     ])
@@ -211,7 +211,7 @@ def test_coverage_fails_by_default_and_is_only_listed_when_not_asked(project: py
                "a stale renewal refused while the other worker holds the slot")
     strict = project.runpytest(*args)
     assert strict.ret == pytest.ExitCode.TESTS_FAILED
-    strict.stdout.fnmatch_lines([f"MISSING      {missing}", "FAILED: 1 of 1 *", "=*= 1 passed, * 1 leaseproof check failed in *"])
+    strict.stdout.fnmatch_lines([f"MISSING      {missing}", "FAILED: 1 of 1 *", "=*= 1 passed, *1 leaseproof check failed in *"])
     lenient = project.runpytest(*args, "--leaseproof-no-coverage")
     assert lenient.ret == pytest.ExitCode.OK
     lenient.stdout.fnmatch_lines([f"not seen     {missing} (--leaseproof-no-coverage: not a failure)", "passed: 1 of 1 *"])
@@ -257,7 +257,7 @@ def test_nothing_recorded_is_said_and_fails(project: pytest.Pytester) -> None:
         "*= leaseproof traces =*",
         "NO TRACE     test_toy.py::test_broken: the test failed before it recorded a trace; nothing of its run was checked",
         "FAILED: no traces were recorded in *out: nothing was checked; 1 failing test(s) recorded no trace",
-        "=*= 1 failed, 1 passed, * 1 leaseproof check failed in *"])
+        "=*= 1 failed, 1 passed, *1 leaseproof check failed in *"])
 
 
 def test_a_skip_fails_unless_its_feature_is_allowed(project: pytest.Pytester) -> None:
@@ -291,6 +291,28 @@ def test_a_skip_fails_unless_its_feature_is_allowed(project: pytest.Pytester) ->
                                "allows nothing; the features declared out of scope are: reset (counter)"])
     assert "Traceback" not in typo.stderr.str() + typo.stdout.str()
     assert not (project.path / "fresh").exists()  # refused before anything ran
+
+
+def test_no_faults_rejects_a_trace_at_its_fault_line(project: pytest.Pytester) -> None:
+    """A session that injects no faults (`--leaseproof-no-faults`) fails on a trace that has a
+    fault line (the toy's store restart), at that line; without the option the restart is a
+    fault like any other and the trace is accepted, excused by it."""
+    project.makepyfile(test_toy="""
+        from joblease import ManualClock, Slot, header, restarted
+
+        def test_restart(leaseproof_recorder):
+            clock = ManualClock(5_000)
+            with leaseproof_recorder.open(header("restarted", 1000)) as trace:
+                restarted(Slot(1000, clock, trace.event), clock)
+    """)
+    args = (*PLUGIN, "--leaseproof-traces", "out", "--leaseproof-root", ".", "--leaseproof-no-coverage")
+    allowed = project.runpytest(*args, "-v")
+    assert allowed.ret == pytest.ExitCode.OK
+    assert f"ACCEPTED     {where('test_restart')}: accepted, excused by restart at line 2 (w2)" in allowed.stdout.lines
+    strict = project.runpytest(*args, "--leaseproof-no-faults")
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    [line] = [ln for ln in strict.stdout.lines if ln.startswith("REJECTED")]
+    assert line.startswith(f"REJECTED     {where('test_restart')}: rejected at event 2 (restart by w2)"), line
 
 
 def test_a_project_without_system_files_is_said_and_fails(project: pytest.Pytester) -> None:

@@ -377,20 +377,20 @@ def test_cli_gives_each_hostile_file_its_own_verdict(tmp_path: Path) -> None:
 
 
 def test_per_trace_constants_do_not_split_batches() -> None:
-    # Fault counts differ from run to run: as batch constants they would put every distinct
-    # count in a TLC run of its own. Per trace, one batch holds them all, each with its own.
+    # Settings differ from run to run: as batch constants they would put every distinct value
+    # in a TLC run of its own. Per trace, one batch holds them all, each with its own.
     from conformance.traces.batch import group, render_batch
 
     root = Path(__file__).resolve().parents[2]
     wq = load_systems(root)["workqueue"]
     t = read_trace_file(next((root / "traces" / "corpus" / "workqueue" / "accepted").glob("sim-*.ndjson")))
     assert isinstance(t, Trace)
-    other = Trace("other", {**t.header, "faults": {**t.header.get("faults", {}), "heartbeat_lag": 7}}, t.events)
+    vt = t.header["settings"]["visibility_timeout_ms"]
+    other = Trace("other", {**t.header, "settings": {**t.header["settings"], "visibility_timeout_ms": vt + 7}}, t.events)
     batches = group([t, other], wq, batch_size=10)
-    assert len(batches) == 1 and "LagBudget" not in dict(batches[0].constants)
+    assert len(batches) == 1 and "VT" not in dict(batches[0].constants)
     run = render_batch(batches[0])["TraceRun.tla"]
-    lag = t.header.get("faults", {}).get("heartbeat_lag", 0)
-    assert f"lp_LagBudget == <<{lag}, 7>>" in run
+    assert f"lp_VT_each == <<{vt}, {vt + 7}>>" in run
 
 
 def test_a_batchs_per_trace_tuples_are_written_over_short_lines() -> None:
@@ -402,14 +402,14 @@ def test_a_batchs_per_trace_tuples_are_written_over_short_lines() -> None:
     root = Path(__file__).resolve().parents[2]
     wq = load_systems(root)["workqueue"]
     t = corpus_trace("workqueue", next((root / "traces" / "corpus" / "workqueue" / "accepted").glob("sim-*.ndjson")).stem)
-    traces = [Trace(f"t{i}", {**t.header, "faults": {**t.header.get("faults", {}), "heartbeat_lag": 1000 + i}}, t.events)
+    traces = [Trace(f"t{i}", {**t.header, "settings": {**t.header["settings"], "visibility_timeout_ms": 1000 + i}}, t.events)
               for i in range(300)]
     batches = group(traces, wq, batch_size=300)
     assert len(batches) == 1
     run = render_batch(batches[0])["TraceRun.tla"]
     assert max(len(line) for line in run.splitlines()) <= LINE_WIDTH + 40  # + the name before a tuple
-    start = run.index("lp_LagBudget == <<")
-    tuple_ = run[start + len("lp_LagBudget == "):run.index(">>", start) + 2]
+    start = run.index("lp_VT_each == <<")
+    tuple_ = run[start + len("lp_VT_each == "):run.index(">>", start) + 2]
     assert "".join(tuple_.split()) == "<<" + ",".join(str(1000 + i) for i in range(300)) + ">>"
     assert tuple_text([]) == "<<>>" and tuple_text(["1"]) == "<<1>>"
     # An item longer than a line gets a line of its own, whole.
@@ -453,7 +453,7 @@ def test_a_per_trace_definition_shares_the_batch_each_trace_checked_with_its_own
     # constant only with a constant), given per trace: TraceRun replaces it with trace t's value,
     # so other renew intervals share one TLC run. Each trace must still be checked with its own:
     # this trace renews exactly a renew interval (300 ms) before its lease ends, which a node
-    # renewing 299 ms ahead would not have done (line 8); with the batch's first value for all,
+    # renewing 299 ms ahead would not have done (line 9); with the batch's first value for all,
     # both would pass. Another lease (a declared constant) shares the batch too, by an instance.
     from conformance.traces.batch import group, render_batch
 
@@ -470,14 +470,14 @@ def test_a_per_trace_definition_shares_the_batch_each_trace_checked_with_its_own
     assert "RenewAhead <- lp_RenewAhead" in run["TraceRun.cfg"]
     assert "lp_RenewAhead == lp_RenewAhead_each[t]" in run["TraceRun.tla"]
     verdicts = {v.source: v for v in check_traces([t, early, lease, later], load_systems(root), tlc)}
-    assert verdicts["early"].kind is TraceKind.REJECTED and verdicts["early"].line == 8, verdicts["early"].describe()
+    assert verdicts["early"].kind is TraceKind.REJECTED and verdicts["early"].line == 9, verdicts["early"].describe()
     assert verdicts["early"].op == "renew"
     for name in (t.source, "later"):
         assert verdicts[name].kind is TraceKind.ACCEPTED, verdicts[name].describe()
     # A lease 1 ms longer than the one the events show: wrong from the first lease on.
     assert verdicts["lease"].kind is TraceKind.REJECTED and verdicts["lease"].line == 2, verdicts["lease"].describe()
     alone = check_traces([early], load_systems(root), tlc, batch_size=1)
-    assert alone[0].kind is TraceKind.REJECTED and alone[0].line == 8
+    assert alone[0].kind is TraceKind.REJECTED and alone[0].line == 9
 
 
 def test_the_command_layers_settings_are_read_per_trace_in_one_batch_without_an_instance(tlc: Tlc) -> None:
@@ -574,8 +574,8 @@ def test_the_work_queues_settings_are_read_per_trace_in_one_batch_without_an_ins
     # PermitCount, MaxProcTicks and ConsumerIds, given per trace (ClockSlack, Drained and
     # HeartbeatMs are read as ClockSlack[t], ...): simulated and real-server runs share a TLC run
     # with no instance per trace (about twice the search). Each must still be checked with its
-    # own: a VT 50 ms longer makes a reclaim early (line 38), one permit makes a second delivery
-    # too many (line 17); with one trace's settings for all, some verdict would differ.
+    # own: a VT 50 ms longer makes a reclaim early (line 50), one permit makes a second delivery
+    # too many (line 16); with one trace's settings for all, some verdict would differ.
     from conformance.traces.batch import group, render_batch
 
     root = Path(__file__).resolve().parents[2]
@@ -590,9 +590,9 @@ def test_the_work_queues_settings_are_read_per_trace_in_one_batch_without_an_ins
     assert "lp_VT == lp_VT_each[t]" in run["TraceRun.tla"] and "VT <- lp_VT" in run["TraceRun.cfg"]
     verdicts = {v.source: v for v in check_traces([t, vt, permits], load_systems(root), tlc)}
     assert verdicts[t.source].kind is TraceKind.ACCEPTED, verdicts[t.source].describe()
-    for name, line in (("vt", 38), ("permits", 17)):
+    for name, line, op in (("vt", 50, "reclaim"), ("permits", 16, "receive_new")):
         v = verdicts[name]
-        assert v.kind is TraceKind.REJECTED and v.line == line and v.op == "reclaim", v.describe()
+        assert v.kind is TraceKind.REJECTED and v.line == line and v.op == op, v.describe()
 
 
 def test_a_queue_node_named_as_no_one_is_rejected_at_the_first_line_saying_so(tlc: Tlc) -> None:

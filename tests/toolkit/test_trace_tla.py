@@ -87,11 +87,13 @@ def test_a_trace_with_no_tla_form_is_malformed_before_tlc() -> None:
     from pathlib import Path
 
     from conformance.traces.check import triage
+    from conformance.traces.header import parse_fields
     from conformance.traces.system import System
     from conformance.traces.trace import Trace, TraceKind
 
     system = System(name="s", spec="S", spec_path=Path("S.tla"), ops=frozenset({"put"}), features=frozenset(),
-                    constants={"Nodes": {"from": "nodes"}, "Lease": {"from": "settings.lease_ms"}})
+                    constants={"Nodes": {"from": "nodes"}, "Lease": {"from": "settings.lease_ms"}},
+                    header=parse_fields({"settings.lease_ms": {"type": "integer", "min": 1, "max": 1000}}))
     header = {"system": "s", "nodes": ["n1"], "settings": {"lease_ms": 10}}
     decimal = Trace("decimal.ndjson", header, ({"seq": 1, "op": "put", "node": "n1", "now": 0, "state": {"v": 1.5}},))
     no_lease = Trace("no-lease.ndjson", {**header, "settings": {}}, ({"seq": 1, "op": "put", "node": "n1", "now": 0},))
