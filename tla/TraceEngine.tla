@@ -370,7 +370,10 @@ IsCrash ==
     /\ work' = [work EXCEPT ![E.node] = [w \in Workflows |-> [s \in Slots |-> NoItem]]]
     /\ starter' = [starter EXCEPT ![E.node][W] = LostByCrash(@, {"created", "recovering"})]
     /\ signaller' = [signaller EXCEPT ![E.node][W] = LostByCrash(@, {"read", "updated"})]
-    /\ used' = IF <<queue', work', starter', signaller'>> # <<queue, work, starter, signaller>>
+    \* Needed (named by the acceptance) where the node held the row's lease and the trace goes
+    \* on past its end: from here it may lapse. A crash that only ends callers or a run off its
+    \* lease changes what the node would do, and the lines show it, but excuses nothing.
+    /\ used' = IF HoldsLease(E.node, W) /\ task[W].run_after <= Traces[t][Lines].now
                THEN used \cup {l + 1} ELSE used
     /\ win' = [win EXCEPT ![E.node] = [k \in Windows |-> 0]]
     /\ UNCHANGED <<instance, task, clock, sigRead, budget>> /\ OwedStep /\ Advance

@@ -160,10 +160,19 @@ IdleSeen(x) ==
 SpecIdleRead(x) == IF status[x] = "pending" THEN idle[x] ELSE Nil
 LoggedIdleRead == IF E.args.idle_ms = Nil THEN Nil ELSE Min(VT, E.args.idle_ms)
 
+\* The idle time the read must show by the PEL stamp the trace last logged (stamp), uncapped:
+\* past VT the spec's idle saturates, and a renewal dropped or doubled inside a lag would not show
+\* in it; -1 where no stamp is known. A real server's reads jitter by ClockSlack.
+StampedRead(x) == IF stamp[x] # -1 /\ E.args.idle_ms # Nil THEN E.now - stamp[x] ELSE -1
+OffStamp(x) == /\ StampedRead(x) # -1
+               /\ \/ StampedRead(x) - E.args.idle_ms > ClockSlack[t]
+                  \/ E.args.idle_ms - StampedRead(x) > ClockSlack[t]
+
 \* <<spec, logged>> for the idle read, the logged one within ClockSlack taken as the spec's (as
-\* in IdleSeen).
+\* in IdleSeen), and exact by the stamp as well.
 IdleRead(x) ==
-    IF /\ SpecIdleRead(x) # Nil /\ LoggedIdleRead # Nil
+    IF OffStamp(x) THEN <<StampedRead(x), E.args.idle_ms>>
+    ELSE IF /\ SpecIdleRead(x) # Nil /\ LoggedIdleRead # Nil
        /\ SpecIdleRead(x) - LoggedIdleRead <= ClockSlack[t]
        /\ LoggedIdleRead - SpecIdleRead(x) <= ClockSlack[t]
     THEN <<SpecIdleRead(x), SpecIdleRead(x)>>
@@ -214,13 +223,18 @@ Touches == \/ E.op \in {"receive_new", "reclaim"}
            \/ E.op = "renew" /\ E.outcome = "renewed"
            \/ E.op = "release" /\ E.outcome = "touched"
 LoggedStamp == IF E.state.entry # Nil /\ E.state.entry.pending THEN E.state.entry.last_touched ELSE -1
-StampKept(x) == IF Touches \/ LoggedStamp = -1 \/ stamp[x] = -1 THEN <<0, 0>> ELSE <<stamp[x], LoggedStamp>>
+\* On a real server a line's stamp is its script's TIME less the idle time XPENDING read, two
+\* clock readings of the server: it may move by ClockSlack (a simulation's is 0), never drift (the
+\* stamp kept is the touch's own, not the last line's).
+Kept(x) == ~Touches /\ LoggedStamp # -1 /\ stamp[x] # -1
+StampKept(x) == IF Kept(x) /\ (stamp[x] - LoggedStamp > ClockSlack[t] \/ LoggedStamp - stamp[x] > ClockSlack[t])
+                THEN <<stamp[x], LoggedStamp>> ELSE <<0, 0>>
 
 \* The logged outcome, the idle read `read` (IdleRead) and the PEL record after the step agree
 \* with the spec, the lease has one holder, and the line is explained.
 ExplainsRead(x, outcome, read) ==
     /\ Bind
-    /\ stamp' = [stamp EXCEPT ![x] = LoggedStamp]
+    /\ stamp' = [stamp EXCEPT ![x] = IF Kept(x) THEN @ ELSE LoggedStamp]
     /\ TakeLogged(outcome)
     /\ polled' = IF E.op \in {"receive_new", "reclaim"} THEN polled \cup {E.node} ELSE polled
     /\ UNCHANGED <<win, stopped>>

@@ -51,6 +51,8 @@ class Mutant:
     original: str
     ops: tuple[str, ...] = ()  # the ops of the events it changed, moved or copied
     next_op: str | None = None  # drop, duplicate, node: the op of the entity's next event after it
+    gap_ms: int | None = None  # drop, duplicate: ms since the entity's previous event (None: none)
+    outcomes: tuple[str, ...] = ()  # the outcomes of the events it changed, moved or copied
 
 
 @dataclass(frozen=True)
@@ -93,10 +95,23 @@ def _get(event: dict[str, Any], path: str) -> Any:
 
 
 def _mutant(trace: Trace, events: list[dict[str, Any]], operator: str, change: str, *targets: dict[str, Any],
-            next_op: str | None = None) -> Mutant:
+            next_op: str | None = None, gap_ms: int | None = None) -> Mutant:
     source = f"{trace.source}#{operator}:{change}"
     ops = tuple(dict.fromkeys(str(t.get("op")) for t in targets))
-    return Mutant(Trace(source, trace.header, _renumber(events)), operator, change, trace.source, ops, next_op)
+    outcomes = tuple(dict.fromkeys(str(t.get("outcome")) for t in targets))
+    return Mutant(Trace(source, trace.header, _renumber(events)), operator, change, trace.source, ops, next_op, gap_ms,
+                  outcomes)
+
+
+def _gap(ev: list[dict[str, Any]], i: int, entity: str | None) -> int | None:
+    """How many ms event i came after the previous event of its entity, or None: what a step
+    dropped or repeated there moves in the next idle read (a real server's reads jitter by its
+    clock slack)."""
+    key = ev[i].get(entity) if entity else None
+    prev = next((e for e in reversed(ev[:i]) if (e.get(entity) if entity else None) == key and e.get("state")), None)
+    if prev is None or not isinstance(prev.get("now"), int) or not isinstance(ev[i].get("now"), int):
+        return None
+    return int(ev[i]["now"]) - int(prev["now"])
 
 
 def _next_op(ev: list[dict[str, Any]], i: int, entity: str | None) -> str | None:
@@ -213,11 +228,11 @@ def mutants(trace: Trace, system: System) -> tuple[list[Mutant], list[Excluded]]
         if inner:
             j = inner[0]
             made.append(_mutant(trace, ev[:j] + ev[j + 1 :], "drop", f"event {j + 1} ({ev[j]['op']}) dropped", ev[j],
-                                next_op=_next_op(ev, j, system.entity)))
+                                next_op=_next_op(ev, j, system.entity), gap_ms=_gap(ev, j, system.entity)))
         else:
             excluded.append(Excluded(trace.source, "drop", "only the last event changes the state; without it the trace is a prefix"))
         made.append(_mutant(trace, ev[: i + 1] + [ev[i]] + ev[i + 1 :], "duplicate", f"event {i + 1} ({ev[i]['op']}) twice", ev[i],
-                            next_op=_next_op(ev, i, system.entity)))
+                            next_op=_next_op(ev, i, system.entity), gap_ms=_gap(ev, i, system.entity)))
         made_node, why = _node_mutant(trace, ev, targets, system)
         if made_node is not None:
             made.append(made_node)
@@ -240,23 +255,18 @@ def mutants(trace: Trace, system: System) -> tuple[list[Mutant], list[Excluded]]
     return kept, excluded
 
 
-def fault_mutants(trace: Trace, excused: tuple[int, ...]) -> list[Mutant]:
-    """For each fault line an acceptance of `trace` needed (`excused`: their `seq`), the trace
-    without it, and without the end line of the window it opened: a mutant the checker must
-    reject, since what the line excused has no excuse left."""
+def fault_mutants(trace: Trace, excused: tuple[int, ...], faults: frozenset[str]) -> list[Mutant]:
+    """Where an acceptance of `trace` needed fault lines (`excused`: their `seq`), the trace
+    with every fault line taken out (each line whose op is one of the system's `faults`, window
+    ends too): a mutant the checker must reject, since what those lines excused has no excuse
+    left. All of them at once: two lines may excuse the same step (a stall window, and the lapse
+    its node saw in it), and the acceptance names one."""
     ev = list(trace.events)
-    out = []
-    for seq in excused:
-        i = next((k for k, e in enumerate(ev) if e["seq"] == seq), None)
-        if i is None:
-            continue
-        e = ev[i]
-        gone = {i}
-        if e.get("outcome") == "start":  # the window's end goes with it, else an end would close nothing
-            end = next((k for k in range(i + 1, len(ev)) if ev[k]["op"] == e["op"] and ev[k]["node"] == e["node"]
-                        and ev[k].get("outcome") == "end"), None)
-            if end is not None:
-                gone.add(end)
-        out.append(_mutant(trace, [x for k, x in enumerate(ev) if k not in gone], "fault",
-                           f"event {i + 1} ({e['op']} {e.get('outcome')} by {e['node']}) taken out", e))
-    return out
+    gone = [k for k, e in enumerate(ev) if e.get("op") in faults]
+    named = [k for k, e in enumerate(ev) if e.get("seq") in excused]
+    if not excused or not named or not gone:
+        return []
+    first = ev[named[0]]
+    return [_mutant(trace, [x for k, x in enumerate(ev) if k not in set(gone)], "fault",
+                    f"every fault line taken out ({len(gone)}; the acceptance named {len(named)}, the first "
+                    f"event {named[0] + 1}, {first['op']} {first.get('outcome')} by {first['node']})", first)]

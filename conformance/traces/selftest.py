@@ -13,7 +13,7 @@ from conformance.check.runner import Tlc
 from conformance.traces.check import check_traces
 from conformance.traces.mutate import Excluded, Mutant, fault_mutants, mutants
 from conformance.traces.read import read_trace_file
-from conformance.traces.system import System
+from conformance.traces.system import System, lookup
 from conformance.traces.trace import Trace, TraceKind, TraceVerdict
 
 
@@ -68,10 +68,33 @@ def declared_equivalent(mutant: Mutant, system: System) -> str | None:
     for decl in system.mutations.get("equivalent", ()):
         if decl["operator"] != mutant.operator or not set(mutant.ops) & set(decl["ops"]):
             continue
+        if decl.get("every_op") and not set(mutant.ops) <= set(decl["ops"]):
+            continue
+        if "outcomes" in decl and not set(mutant.outcomes) <= set(decl["outcomes"]):
+            continue
+        if any(_header_value(mutant.trace.header, k) != v for k, v in decl.get("when", {}).items()):
+            continue
         if "next" in decl and mutant.next_op not in decl["next"]:
             continue
+        if "within" in decl:
+            # Only as close to the entity's previous event as the trace's own setting says its
+            # times may jitter (a real server's clock slack; 0, so never, in a simulation).
+            try:
+                limit = lookup(mutant.trace.header, decl["within"])
+            except (KeyError, TypeError):
+                continue
+            if mutant.gap_ms is None or isinstance(limit, bool) or not isinstance(limit, int) or mutant.gap_ms > limit:
+                continue
         return str(decl["why"])
     return None
+
+
+def _header_value(header: dict, dotted: str) -> object:
+    """A header field by its dotted name, None where it is absent (`when:` of a declaration)."""
+    try:
+        return lookup(header, dotted)
+    except (KeyError, TypeError):
+        return None
 
 
 def check_mutants(accepted: list[Trace], systems: dict[str, System], tlc: Tlc,
@@ -81,8 +104,8 @@ def check_mutants(accepted: list[Trace], systems: dict[str, System], tlc: Tlc,
     A mutant the checker accepts is a survivor, unless its system file declares such mutants
     valid behaviours by construction: then it is excluded, and listed with the declared reason
     and its verdict. A declared mutant that is rejected counts as rejected. `excused` names, by
-    trace, the fault lines its acceptance needed (their `seq`): each is taken out in a mutant of
-    its own (the `fault` operator).
+    trace, the fault lines its acceptance needed (their `seq`): where there are any, a mutant
+    with every fault line taken out must be rejected (the `fault` operator).
     """
     made: list[Mutant] = []
     excluded: list[Excluded] = []
@@ -90,7 +113,7 @@ def check_mutants(accepted: list[Trace], systems: dict[str, System], tlc: Tlc,
         ms, ex = mutants(t, systems[t.system])
         made.extend(ms)
         excluded.extend(ex)
-        made.extend(fault_mutants(t, (excused or {}).get(t.source, ())))
+        made.extend(fault_mutants(t, (excused or {}).get(t.source, ()), systems[t.system].faults))
     verdicts = check_traces([m.trace for m in made], systems, tlc, **kwargs)  # type: ignore[arg-type]
     return tally(made, verdicts, systems, excluded)
 

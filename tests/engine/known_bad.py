@@ -50,11 +50,12 @@ def planted(owner: Any, name: str, old: str, new: str) -> Iterator[None]:
     """`owner.name` (a module's function or a class's method) replaced, while inside, by a copy
     of its source with the line `old` changed to `new` (exactly one occurrence)."""
     original = getattr(owner, name)
-    source = textwrap.dedent(inspect.getsource(original))
+    # The code itself, not a recorder's wrapper around it (tests/engine/recording.py).
+    source = textwrap.dedent(inspect.getsource(inspect.unwrap(original)))
     if source.count(old) != 1:
         raise AssertionError(f"cannot plant the bug: {old!r} occurs {source.count(old)} times in {name}")
     namespace: dict[str, Any] = {}
-    exec(compile(source.replace(old, new), f"<planted {name}>", "exec"), vars(inspect.getmodule(original)), namespace)
+    exec(compile(source.replace(old, new), f"<planted {name}>", "exec"), vars(inspect.getmodule(inspect.unwrap(original))), namespace)
     setattr(owner, name, namespace[name])
     try:
         with recording.planting():  # the tests' recorder must not export the broken engine's traces

@@ -32,6 +32,7 @@ and the header counts none of them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import sys
@@ -238,6 +239,7 @@ def start(test_id: str, monkeypatch: Any) -> Recorder | None:
 def _direct_call_watch(rec: Recorder, method: Any, backend_of: Any) -> Any:
     """`method`, noting calls made straight from a test file (not through a node)."""
 
+    @functools.wraps(method)
     def watched(self: Any, *args: Any, **kwargs: Any) -> Any:
         if sys._getframe(1).f_code.co_filename.startswith(_TESTS_DIR):
             rec.saw_direct_call(backend_of(self))
@@ -263,6 +265,7 @@ def _flush_first(rec: Recorder, method: Any, every: bool) -> Any:
 def _call_watch(rec: Recorder, method: Any, kind: str) -> Any:
     """`Node.start` or `Node.signal` (fibers), counting the calls of a node in flight."""
 
+    @functools.wraps(method)
     def watched(self: Node, wf: str, *args: Any, **kwargs: Any) -> Any:
         rec.call_begins(self, wf, kind)
         try:

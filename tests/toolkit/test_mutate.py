@@ -99,3 +99,22 @@ def test_a_mutant_records_the_ops_it_touched() -> None:
     assert set(swap.ops) == {"put", "take"}
     drop = next(m for m in made if m.operator == "drop")
     assert (drop.ops, drop.next_op) == (("take",), "put")  # event 2 dropped; its key's next is a put
+
+
+def test_the_fault_operator_takes_out_every_fault_line_where_an_acceptance_needed_one() -> None:
+    from conformance.traces.mutate import fault_mutants
+
+    def line(seq: int, op: str, outcome: str) -> dict[str, Any]:
+        return {"kind": "event", "seq": seq, "node": "n1", "op": op, "now": seq, "outcome": outcome, "state": {}}
+
+    # A stall window and the lapse its node saw in it excuse the same step; the acceptance names
+    # the window. Taking out the window alone leaves the lapse line: every fault line goes.
+    t = trace(ev(1, "a", 1), line(2, "stall", "start"), line(3, "stall", "end"), line(4, "lapse", "observed"),
+              ev(5, "a", 2))
+    faults = frozenset({"stall", "lapse"})
+    [m] = fault_mutants(t, (2,), faults)
+    assert m.operator == "fault" and [(e["seq"], e["op"]) for e in m.trace.events] == [(1, "put"), (2, "put")]
+    assert "every fault line taken out (3; the acceptance named 1, the first event 2, stall start by n1)" in m.change
+    # No excuse named, no fault line, or a named line that is not there: no mutant.
+    assert fault_mutants(t, (), faults) == [] and fault_mutants(trace(ev(1, "a", 1)), (1,), faults) == []
+    assert fault_mutants(t, (9,), faults) == []

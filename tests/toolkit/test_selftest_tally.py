@@ -65,3 +65,40 @@ def test_a_declaration_may_require_the_entitys_next_op() -> None:
     r = tally(made, [verdict(TraceKind.ACCEPTED)] * 3, {"q": system}, [])
     assert [e.declared for e in r.excluded] == [True]
     assert [m.next_op for m, _ in r.survivors] == ["ack", None]
+
+
+def test_a_declaration_may_require_outcomes_every_op_a_header_and_a_gap_within_a_setting() -> None:
+    from dataclasses import replace
+
+    equivalent = [
+        {"operator": "drop", "ops": ["put"], "outcomes": ["refused"], "why": DECLARED},
+        {"operator": "swap", "ops": ["offer", "cancel"], "every_op": True, "why": DECLARED},
+        {"operator": "node", "ops": ["update"], "when": {"settings.drained": False}, "why": DECLARED},
+        {"operator": "duplicate", "ops": ["renew"], "within": "settings.clock_slack_ms", "why": DECLARED},
+    ]
+    system = System(name="q", spec="Q", spec_path=Path("Q.tla"), ops=frozenset({"put", "offer", "cancel", "receive", "update", "renew"}),
+                    features=frozenset(), constants={}, mutations={"equivalent": equivalent})
+
+    def m(operator: str, ops: tuple[str, ...], outcomes: tuple[str, ...] = (), header: dict | None = None,
+          gap_ms: int | None = None) -> Mutant:
+        base = mutant(operator, ops[0])
+        return replace(base, trace=Trace(base.trace.source, {"system": "q", **(header or {})}, ()), ops=ops,
+                       outcomes=outcomes, gap_ms=gap_ms)
+
+    made = [
+        m("drop", ("put",), ("refused",)), m("drop", ("put",), ("written",)),          # outcomes
+        m("swap", ("offer", "cancel")), m("swap", ("offer", "receive")),               # every op
+        m("node", ("update",), header={"settings": {"drained": False}}),               # when
+        m("node", ("update",), header={"settings": {"drained": True}}), m("node", ("update",)),
+        m("duplicate", ("renew",), header={"settings": {"clock_slack_ms": 2}}, gap_ms=2),  # within
+        m("duplicate", ("renew",), header={"settings": {"clock_slack_ms": 2}}, gap_ms=3),
+        m("duplicate", ("renew",), header={"settings": {"clock_slack_ms": 0}}, gap_ms=0),
+        m("duplicate", ("renew",), header={"settings": {"clock_slack_ms": 2}}),
+    ]
+    r = tally(made, [verdict(TraceKind.ACCEPTED)] * len(made), {"q": system}, [])
+    declared = [e.why.split("event 2 (")[1].split(")")[0] for e in r.excluded]
+    assert declared == ["put", "offer", "update", "renew", "renew"], declared
+    assert [(s.operator, s.ops, s.outcomes, s.gap_ms) for s, _ in r.survivors] == [
+        ("drop", ("put",), ("written",), None), ("swap", ("offer", "receive"), (), None),
+        ("node", ("update",), (), None), ("node", ("update",), (), None),
+        ("duplicate", ("renew",), (), 3), ("duplicate", ("renew",), (), None)]
