@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from typing import Any
+
 from impl.clock import VirtualClock
 from impl.engine.backend import Backend
 from impl.engine.faults import LINE_OPS
@@ -42,3 +46,25 @@ def fault_lines(backend: Backend, wf: str) -> dict[str, int]:
         if e.wf == wf and e.op in LINE_OPS and e.op != "answer" and e.outcome != "end":
             out[e.op] = out.get(e.op, 0) + 1
     return out
+
+
+def edited(text: str, header: Callable[[dict], Any] | None = None, event: Callable[[dict], Any] | None = None,
+           drop: Callable[[dict], bool] | None = None) -> str:
+    """`text` with `header(h)` applied to its header and `event(e)` to each event (in place),
+    the events `drop(e)` accepts taken out, and the rest numbered again."""
+    out, seq = [], 0
+    for raw in text.splitlines():
+        line = json.loads(raw)
+        if line["kind"] == "header" and header:
+            header(line)
+        if line["kind"] == "event":
+            if drop and drop(line):
+                continue
+            if event:
+                event(line)
+            seq += 1
+            line["seq"] = seq
+        if line["kind"] == "end":
+            line["count"] = seq
+        out.append(json.dumps(line, sort_keys=True))
+    return "\n".join(out) + "\n"

@@ -23,7 +23,7 @@ from impl.engine.errors import ResultUnavailable
 from impl.engine.export import by_workflow, render_workflow
 from impl.engine.sim import Simulation
 
-from .helpers import lines
+from .helpers import edited, lines
 from .test_answer_from_store import step
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,24 +63,8 @@ def test_trace_engine_accepts_the_answers_and_rejects_a_second_one() -> None:
     i = next(k for k, ln in enumerate(text.splitlines()) if '"answer"' in ln)
     doubled = text.splitlines()
     doubled.insert(i + 1, doubled[i])
-    traces = [parse_trace(text, "answers", SCHEMA), parse_trace(_renumber(doubled), "doubled", SCHEMA)]
+    traces = [parse_trace(text, "answers", SCHEMA), parse_trace(edited("\n".join(doubled)), "doubled", SCHEMA)]
     assert all(isinstance(t, Trace) for t in traces), traces
     good, bad = check_traces(traces, load_systems(ROOT), Tlc.locate())
     assert good.kind is TraceKind.ACCEPTED, good.describe()
     assert bad.kind is TraceKind.REJECTED and bad.line == i + 1 and "disagrees on answer" in bad.describe(), bad.describe()
-
-
-def _renumber(raw: list[str]) -> str:
-    """NDJSON lines with their events numbered 1, 2, ... again, and the end count."""
-    import json
-
-    out, seq = [], 0
-    for ln in raw:
-        line = json.loads(ln)
-        if line["kind"] == "event":
-            seq += 1
-            line["seq"] = seq
-        if line["kind"] == "end":
-            line["count"] = seq
-        out.append(json.dumps(line, sort_keys=True))
-    return "\n".join(out) + "\n"

@@ -21,6 +21,8 @@ from conformance.traces.trace import Trace, TraceKind
 from impl.engine.export import render_workflow
 from impl.engine.sim import Simulation
 
+from .helpers import edited
+
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "traces" / "corpus" / "engine"
 # This checkout's schemas, named explicitly (as a user's own project would name its own).
@@ -29,27 +31,6 @@ SCHEMA = ROOT / "traces" / "schema"
 
 def corpus(name: str) -> str:
     return (CORPUS / name).read_text(encoding="utf-8")
-
-
-def edited(text: str, header=None, event=None, drop=None) -> str:
-    """`text` with `header(h)` applied to its header and `event(e)` to each event (in place),
-    the events `drop(e)` accepts taken out, and the rest numbered again."""
-    out, seq = [], 0
-    for raw in text.splitlines():
-        line = json.loads(raw)
-        if line["kind"] == "header" and header:
-            header(line)
-        if line["kind"] == "event":
-            if drop and drop(line):
-                continue
-            if event:
-                event(line)
-            seq += 1
-            line["seq"] = seq
-        if line["kind"] == "end":
-            line["count"] = seq
-        out.append(json.dumps(line, sort_keys=True))
-    return "\n".join(out) + "\n"
 
 
 def lapse_trace(pause_ms: int) -> str:
