@@ -463,3 +463,26 @@ def test_a_reclaim_on_the_servers_stamp_is_accepted_only_within_the_clock_slack(
     assert checked["verdicts"][on_stamp].kind is TraceKind.ACCEPTED, checked["verdicts"][on_stamp].describe()
     v = checked["verdicts"][early]
     assert v.kind is TraceKind.REJECTED and v.line == 263, v.describe()
+
+
+@pytest.mark.tlc
+def test_a_renewal_dropped_inside_a_lag_is_rejected_by_the_stamp(tmp_path: Path) -> None:
+    # Seed 4: n1's heartbeat renews entry -3 at 1000760, then lags to 1001310, and renews it
+    # again reading 550 ms idle. Past VT (300) the spec's idle time saturates, so without the
+    # first renewal the second's read (650 by the stamp) looked the same: a self-test survivor
+    # on record_traces.sh's simulations (at 1450a7e too). The read is checked against the PEL
+    # stamp the trace last logged, uncapped.
+    # `workqueue sim --system workqueue --seeds 20`'s seed 4 (its defaults: record_traces.sh's).
+    sim = seeded(SimConfig(system="workqueue", messages=3, crashes=1, faults=2, lags=2, closes=1), 4)
+    sim.run()
+    t = read_trace_file(sim.write_trace(tmp_path / "seed4.ndjson"))
+    assert isinstance(t, Trace)
+    ev = list(t.events)
+    i = next(k for k, e in enumerate(ev) if e["op"] == "renew" and e["now"] == 1000760 and e["args"]["idle_ms"] == 100)
+    assert ev[i + 1]["op"] == "heartbeat_lag" and ev[i + 3]["op"] == "renew" and ev[i + 3]["args"]["idle_ms"] == 550
+    kept = ev[:i] + ev[i + 1:]
+    dropped = Trace("dropped", t.header, tuple({**e, "seq": k} for k, e in enumerate(kept, 1)))
+    whole, cut = check_traces([t, dropped], load_systems(ROOT), Tlc.locate())
+    assert whole.kind is TraceKind.ACCEPTED, whole.describe()
+    assert cut.kind is TraceKind.REJECTED and cut.line == i + 3, cut.describe()
+    assert "idle_read (spec 650, trace 550)" in cut.describe(), cut.describe()
