@@ -3,7 +3,7 @@ section), with its type and bounds.
 
 A header is input leaseproof does not control, and its settings change how strict the check is:
 a renamed `drained` would fall back to its default (false: the trace need not end drained), a
-`clock_slack_ms` of 50 switches an idle-time check off, `wall_clock: 1` stops TLC on an
+`clock_slack_ms` of 50 switches an idle-time check off, `drained: 0` stops TLC on an
 evaluation error after the batch was built. So every setting and gate a header carries must be
 declared, and have the declared type and lie within the declared bounds; anything else makes the
 trace malformed before TLC runs, naming the field, the value and the declaration:
