@@ -143,11 +143,14 @@ LoggedPel ==
     IF E.state.entry = Nil THEN Nil
     ELSE [pending |-> E.state.entry.pending, owner |-> E.state.entry.owner,
           deliveries |-> E.state.entry.deliveries]
-\* Idle time is all the spec knows of last_touched, and only for a pending entry.
+\* Idle time is all the spec knows of last_touched: a pending entry's since its stamp, and 0 for
+\* one not yet delivered, whose line logs its `now` as last_touched (prelude.lua: on a real
+\* server a later reading of its clock, within ClockSlack).
 SpecIdle(x) == IF status'[x] = "pending" THEN idle'[x] ELSE 0
 LoggedIdle ==
-    IF E.state.entry # Nil /\ E.state.entry.pending
-    THEN Min(VT, E.now - E.state.entry.last_touched) ELSE 0
+    IF E.state.entry = Nil THEN 0
+    ELSE IF E.state.entry.pending THEN Min(VT, E.now - E.state.entry.last_touched)
+    ELSE E.now - E.state.entry.last_touched
 
 \* The logged idle time, or the spec's when they differ by ClockSlack at most.
 IdleSeen(x) ==

@@ -486,3 +486,21 @@ def test_a_renewal_dropped_inside_a_lag_is_rejected_by_the_stamp(tmp_path: Path)
     assert whole.kind is TraceKind.ACCEPTED, whole.describe()
     assert cut.kind is TraceKind.REJECTED and cut.line == i + 3, cut.describe()
     assert "idle_read (spec 650, trace 550)" in cut.describe(), cut.describe()
+
+
+@pytest.mark.tlc
+def test_an_undelivered_entrys_time_is_its_lines_own() -> None:
+    # An entry not yet delivered logs its line's `now` as last_touched (prelude.lua), which the
+    # spec took for nothing: moved by 5 ms on a real-server trace (slack 2), a self-test
+    # survivor of record_traces.sh's Redis machine. Now it is its idle time 0, within the slack.
+    t = read_trace_file(CORPUS[0] / "accepted" / "real-redis-two-consumers.ndjson")
+    assert isinstance(t, Trace) and t.header["settings"]["clock_slack_ms"] == 2
+    i = next(k for k, e in enumerate(t.events) if e["op"] == "offer")
+    ev = [dict(e) for e in t.events]
+    entry = ev[i]["state"]["entry"]
+    assert entry["pending"] is False and abs(entry["last_touched"] - ev[i]["now"]) <= 2
+    ev[i] = {**ev[i], "state": {"entry": {**entry, "last_touched": entry["last_touched"] + 5}}}
+    moved = Trace("moved", t.header, tuple(ev))
+    whole, bad = check_traces([t, moved], load_systems(ROOT), Tlc.locate())
+    assert whole.kind is TraceKind.ACCEPTED, whole.describe()
+    assert bad.kind is TraceKind.REJECTED and bad.line == ev[i]["seq"] and "idle" in bad.describe(), bad.describe()
