@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 import threading
 from collections import defaultdict
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from impl.clock import Clock
