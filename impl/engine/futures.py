@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
+
+from impl.sync import REAL, Sync
 
 
 class ResultFuture:
@@ -13,9 +14,9 @@ class ResultFuture:
     `done()` before reading it.
     """
 
-    def __init__(self) -> None:
-        self._done = threading.Event()
-        self._lock = threading.Lock()  # a run and a caller's own path may answer it at once
+    def __init__(self, sync: Sync = REAL) -> None:
+        self._done = sync.Event()
+        self._lock = sync.Lock()  # a run and a caller's own path may answer it at once
         self._value: Any = None
         self._exc: BaseException | None = None
 

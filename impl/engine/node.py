@@ -18,7 +18,6 @@ Every method that touches the store is a fiber (`effects.py`): drive it at once 
 from __future__ import annotations
 
 import json
-import threading
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from impl.engine.queue import ExecutionQueue, QueuedTask
 from impl.engine.scheduler import Scheduler
 from impl.engine.store import Store
 from impl.engine.workflows import DEFAULT_REGISTRY, Registry
+from impl.sync import REAL, Sync
 
 _SIGNAL_ATTEMPTS = 20
 
@@ -69,6 +69,7 @@ class Node:
         settings: Settings | None = None,
         workflows: Registry = DEFAULT_REGISTRY,
         monitor: RunMonitor | None = None,
+        sync: Sync = REAL,
     ) -> None:
         self.name = name
         self.store = store
@@ -77,13 +78,14 @@ class Node:
         self.settings = settings or Settings(lease_ms=store.lease_ms, renew_interval_ms=max(store.lease_ms // 3, 1))
         self.workflows = workflows
         self.monitor = monitor or RunMonitor()
+        self.sync = sync  # its locks, events and threads (`impl/sync.py`): real ones unless a test controls them
         # The leases this node saw lapse under it (each logged once, a `lapse` line: faults.py).
         self._lapsed: set[tuple[str, int]] = set()
-        self._lapsed_lock = threading.Lock()
+        self._lapsed_lock = sync.Lock()
         self.scheduler = Scheduler(store, name, clock)
-        self.queue = ExecutionQueue(self.scheduler, self.gates)
+        self.queue = ExecutionQueue(self.scheduler, self.gates, sync)
         self._futures: dict[str, list[ResultFuture]] = defaultdict(list)
-        self._futures_lock = threading.Lock()  # callers and runs touch it from their threads
+        self._futures_lock = sync.Lock()  # callers and runs touch it from their threads
 
     # -- start, signal, result -------------------------------------------------------------
 
@@ -99,7 +101,7 @@ class Node:
         # Armed (answered by this node's runs) only when this call queues its copy: a run that
         # ends before then answers someone else's call (tla/Engine.tla: RunEnd answers an
         # `awaiting` caller, one whose ScheduleInMemory queued a copy).
-        future = ResultFuture()
+        future = ResultFuture(self.sync)
         now = self.clock.now_ms
         state = _json(dict(input or {}))
         outcome, inst, row = yield Call(

@@ -13,7 +13,6 @@ whatever the write did, which is the double run the seed removes.
 
 from __future__ import annotations
 
-import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from impl.engine.effects import Call, Fiber
 from impl.engine.model import Gates, ScheduleOutcome, Scheduled, ScheduleRequest, Task
 from impl.engine.scheduler import Scheduler
+from impl.sync import REAL, Sync
 
 
 @dataclass(frozen=True)
@@ -36,16 +36,17 @@ class QueuedTask:
 class ExecutionQueue:
     """One node's queue of tasks to run (thread-safe; the taker waits on it)."""
 
-    def __init__(self, scheduler: Scheduler, gates: Gates) -> None:
+    def __init__(self, scheduler: Scheduler, gates: Gates, sync: Sync = REAL) -> None:
         self.scheduler = scheduler
         self.gates = gates
         self._items: deque[QueuedTask] = deque()
         self._ids: set[str] = set()
-        self._cond = threading.Condition()
+        self.sync = sync
+        self._cond = sync.Condition()
         # One step at a time per workflow on this node (an in-memory schedule's check, write and
         # push; a fetch's check, lease and push): a lock per workflow, made when first needed.
         self._locks: dict[str, list] = {}  # task id -> [lock, users]
-        self._locks_guard = threading.Lock()
+        self._locks_guard = sync.Lock()
         # Told after a copy is queued (a production driver wakes a worker to take it).
         self.on_push: Callable[[], None] | None = None
 
@@ -122,7 +123,7 @@ class ExecutionQueue:
         with self._locks_guard:
             entry = self._locks.get(task_id)
             if entry is None:
-                entry = self._locks[task_id] = [threading.Lock(), 0]
+                entry = self._locks[task_id] = [self.sync.Lock(), 0]
             entry[1] += 1
         try:
             with entry[0]:

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import threading
-import time
 from collections import deque
 from typing import Any
 
 from impl.engine.effects import Call, Fiber, Sleep
 from impl.engine.faults import Stalls, stall_line
 from impl.engine.node import Node
+from impl.sync import Sync
 
 _IDLE_WAIT_S = 0.05  # a worker with nothing to do looks again this often (stop, the queue)
 DEFAULT_WORKERS = 8  # for a store that overlaps many transactions (MariaDB: commits wait for the disk)
@@ -69,16 +68,17 @@ class NodeRuntime:
 
     def __init__(self, node: Node, stalls: Stalls | None = None, workers: int = DEFAULT_WORKERS) -> None:
         self.node = node
+        self.sync: Sync = node.sync  # the node's primitives: real threads, or a test's controlled ones
         self.stalls = stalls  # injected stalls of a fiber before some calls (faults.Stalls)
         self.errors: list[BaseException] = []
         self._workers = workers
-        self._stop = threading.Event()
-        self._cond = threading.Condition()
+        self._stop = self.sync.Event()
+        self._cond = self.sync.Condition()
         self._urgent: deque[_Task] = deque()
         self._ready: deque[_Task] = deque()
         self._timers: list[tuple[float, int, _Task]] = []
         self._seq = itertools.count()
-        self._threads: list[threading.Thread] = []
+        self._threads: list[Any] = []
         self._idle = 0
 
     # -- the public side ---------------------------------------------------------------------
@@ -87,7 +87,7 @@ class NodeRuntime:
         """Start the workers and the fetch loop."""
         self.node.queue.on_push = self._wake
         self._threads = [
-            threading.Thread(target=self._work, name=f"{self.node.name}-worker{i}", daemon=True)
+            self.sync.Thread(target=self._work, name=f"{self.node.name}-worker{i}", daemon=True)
             for i in range(self._workers)
         ]
         for t in self._threads:
@@ -137,7 +137,7 @@ class NodeRuntime:
                 item = self.node.take(0)
                 if item is not None:
                     return _Task(self.node.run(item), {"done": False}, urgent=True)
-                now = time.monotonic()
+                now = self.sync.monotonic()
                 while self._timers and self._timers[0][0] <= now:
                     _, _, task = heapq.heappop(self._timers)
                     (self._urgent if task.urgent else self._ready).append(task)
@@ -167,7 +167,7 @@ class NodeRuntime:
             if self._urgent:
                 return True
             # The earliest timer only: a woken run's wake-up (a renewal) is the one that matters.
-            return bool(self._timers) and self._timers[0][2].urgent and self._timers[0][0] <= time.monotonic()
+            return bool(self._timers) and self._timers[0][2].urgent and self._timers[0][0] <= self.sync.monotonic()
 
     def _resume_next(self, task: _Task) -> None:
         """Put `task` (between two calls) first among the fibers on no lease, so that it goes
@@ -178,7 +178,7 @@ class NodeRuntime:
 
     def _park(self, task: _Task, ms: int) -> None:
         with self._cond:
-            heapq.heappush(self._timers, (time.monotonic() + ms / 1000, next(self._seq), task))
+            heapq.heappush(self._timers, (self.sync.monotonic() + ms / 1000, next(self._seq), task))
             self._notify()
 
     def _work(self) -> None:

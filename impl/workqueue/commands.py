@@ -16,11 +16,11 @@ time, so a scheduler can interleave two deliveries between any two steps.
 from __future__ import annotations
 
 import itertools
-import threading
 from collections.abc import Callable, Generator
 from typing import Protocol
 
 from impl.clock import Clock
+from impl.sync import REAL, Sync
 from impl.workqueue.command_store import TERMINAL, CommandStore
 from impl.workqueue.config import Gates, Settings
 from impl.workqueue.core import Invocation
@@ -96,8 +96,9 @@ class CommandProcessor:
     """Handles command deliveries for node `node` (the queue consumer's handler)."""
 
     def __init__(self, store: CommandStore, node: str, clock: Clock, settings: Settings, gates: Gates,
-                 app: CommandApp, attempt_ids: Callable[[], str] | None = None) -> None:
+                 app: CommandApp, attempt_ids: Callable[[], str] | None = None, sync: Sync = REAL) -> None:
         self.store, self.node, self.clock = store, node, clock
+        self.sync = sync  # the attempt's lock against its heartbeat's renewals (`impl/sync.py`)
         self.settings, self.gates, self.app = settings, gates, app
         self.attempt_ids = attempt_ids or counter_ids(node)
         check_guard_ttl(settings)
@@ -161,7 +162,7 @@ class CommandProcessor:
         # call, its guard release) and a renewal are one at a time, and no renewal comes after
         # the end (found on two-process runs: a guard_renew logged after guard_release, and
         # under load after a refused put).
-        ending = threading.Lock()
+        ending = self.sync.Lock()
         ended_all = [False]
 
         def ending_step(step: Callable[[], bool]) -> bool:

@@ -17,12 +17,12 @@ entry lapse), a hand-off the executor started late (`stall`, observed), an execu
 from __future__ import annotations
 
 import logging
-import threading
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from impl.clock import Clock, WallClock
+from impl.sync import REAL, Sync
 from impl.workqueue.config import Gates, Settings
 from impl.workqueue.core import Invocation
 from impl.workqueue.errors import QueueClosed
@@ -63,14 +63,15 @@ class ThreadExecutor:
                                └── task returns: running - 1; waits keep_alive_s for the next
     """
 
-    def __init__(self, max_threads: int | None = None, keep_alive_s: float = 1.0) -> None:
+    def __init__(self, max_threads: int | None = None, keep_alive_s: float = 1.0, sync: Sync = REAL) -> None:
         self.max_threads = max_threads
+        self.sync = sync
         self.keep_alive_s = keep_alive_s
         self.running = 0  # tasks submitted and not yet returned
         self.reject_all = False  # a test switch: behave as a shut-down executor
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)  # `running` went down (wait_idle)
-        self._work = threading.Condition(self._lock)  # a task was queued (idle threads)
+        self._lock = sync.Lock()
+        self._cond = sync.Condition(self._lock)  # `running` went down (wait_idle)
+        self._work = sync.Condition(self._lock)  # a task was queued (idle threads)
         self._tasks: deque[Callable[[], None]] = deque()
         self._idle = 0  # threads waiting for a task
 
@@ -84,7 +85,7 @@ class ThreadExecutor:
             if self._idle >= len(self._tasks):
                 self._work.notify()  # an idle thread takes it
                 return
-        threading.Thread(target=self._worker, daemon=True).start()
+        self.sync.Thread(target=self._worker, name="executor", daemon=True).start()
 
     def _worker(self) -> None:
         fn: Callable[[], None] | None = None
@@ -127,30 +128,32 @@ class Consumer:
     """
 
     def __init__(self, store: QueueStore, name: str, handler: Handler, *, settings: Settings,
-                 gates: Gates, clock: Clock | None = None, executor: ThreadExecutor | None = None) -> None:
-        self.node = QueueNode(store, name, clock or WallClock(), settings, gates)
+                 gates: Gates, clock: Clock | None = None, executor: ThreadExecutor | None = None,
+                 sync: Sync = REAL) -> None:
+        self.sync = sync  # its threads, locks and events (`impl/sync.py`): real unless a test controls them
+        self.node = QueueNode(store, name, clock or WallClock(), settings, gates, sync)
         self.handler = handler
         self.settings = settings
         self.gates = gates
-        self.executor = executor or ThreadExecutor(None if not gates.permit_bound else settings.concurrency)
-        self.heartbeat_paused = threading.Event()  # set by `lag_heartbeat` (a fault hook)
+        self.executor = executor or ThreadExecutor(None if not gates.permit_bound else settings.concurrency, sync=sync)
+        self.heartbeat_paused = sync.Event()  # set by `lag_heartbeat` (a fault hook)
         self._lag_kind: str | None = None  # the injected window open now, if any
         # Held for a whole heartbeat round, and to open or close an injected window: no renewal
         # of a round lands inside the window a test opens meanwhile. Likewise `_poll` for a poll
         # and a pause's start (its poller polls nothing inside the window).
-        self._round = threading.Lock()
-        self._poll = threading.Lock()
+        self._round = sync.Lock()
+        self._poll = sync.Lock()
         # Fault hook: the poller polls only while this says yes (a stalled process polls not).
         self.may_poll: Callable[[], bool] | None = None
         # Fault hook: called with each invocation once it has ended (acked or released).
         self.after_finish: Callable[[Invocation], None] | None = None
         self.errors: list[BaseException] = []
-        self._stop = threading.Event()
+        self._stop = sync.Event()
         # Set whenever a permit may have come back (an invocation ended or never started), and
         # on close: the poller waits on it instead of sleeping out its poll interval.
-        self._permit_back = threading.Event()
-        self._hb_stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._permit_back = sync.Event()
+        self._hb_stop = sync.Event()
+        self._threads: list[Any] = []
         self._closed = False
         self._stopped = False
 
@@ -164,7 +167,7 @@ class Consumer:
         if self._closed:
             raise QueueClosed(f"consumer {self.name} is closed; create a new one")
         for target, tag in ((self._poll_loop, "poll"), (self._heartbeat_loop, "heartbeat")):
-            t = threading.Thread(target=target, name=f"{self.name}-{tag}", daemon=True)
+            t = self.sync.Thread(target=target, name=f"{self.name}-{tag}", daemon=True)
             t.start()
             self._threads.append(t)
         return self

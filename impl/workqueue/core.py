@@ -6,9 +6,10 @@ Nothing here touches the store or reads a clock; `node.py` calls these with the 
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Callable
+
+from impl.sync import REAL, Sync
 
 
 class Fairness:
@@ -39,11 +40,11 @@ class Permits:
     which more handlers than `concurrency()` run at once.
     """
 
-    def __init__(self, capacity: int, *, bounded: bool = True) -> None:
+    def __init__(self, capacity: int, *, bounded: bool = True, sync: Sync = REAL) -> None:
         self.capacity = capacity
         self.bounded = bounded
         self.in_use = 0
-        self._lock = threading.Lock()
+        self._lock = sync.Lock()
 
     def try_acquire(self) -> bool:
         """Take a permit if one is free."""
@@ -88,9 +89,9 @@ class ActiveTable:
     """The entries this node is running now, with how many invocations each (more than one only
     when the `local_dedup` gate is off)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sync: Sync = REAL) -> None:
         self._by_entry: dict[str, list[Invocation]] = {}
-        self._lock = threading.Lock()
+        self._lock = sync.Lock()
 
     def running(self, entry: str) -> bool:
         """Whether this node runs `entry` now."""

@@ -11,11 +11,11 @@ Each step that touches the store is one script and one trace event.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from impl.clock import Clock
+from impl.sync import REAL, Sync
 from impl.workqueue.config import Gates, Settings
 from impl.workqueue.core import ActiveTable, Fairness, Invocation, Permits
 from impl.workqueue.store import Delivery, QueueStore
@@ -28,18 +28,20 @@ RESULTS = ("done", "not_done", "threw")
 class QueueNode:
     """The consumer `name` of `store`'s queue: its fairness counter, permits and active table."""
 
-    def __init__(self, store: QueueStore, name: str, clock: Clock, settings: Settings, gates: Gates) -> None:
+    def __init__(self, store: QueueStore, name: str, clock: Clock, settings: Settings, gates: Gates,
+                 sync: Sync = REAL) -> None:
         self.store = store
         self.name = name
         self.clock = clock
         self.settings = settings
         self.gates = gates
         self.fairness = Fairness(settings.fairness_ratio)
-        self.permits = Permits(settings.concurrency, bounded=gates.permit_bound)
-        self.active = ActiveTable()
+        self.sync = sync  # its locks (`impl/sync.py`): real ones unless a test controls them
+        self.permits = Permits(settings.concurrency, bounded=gates.permit_bound, sync=sync)
+        self.active = ActiveTable(sync)
         # Entries holding a permit for their whole life (only with invocation_scoped_permits off).
         self.live: set[str] = set()
-        self._hb_lock = threading.Lock()
+        self._hb_lock = sync.Lock()
         # Test hook: runs between the read and the claim of the non-atomic renewal.
         self.between_renew_check_and_claim: Callable[[str], None] | None = None
         self.stats: dict[str, int] = {"delivered": 0, "reclaimed": 0, "dropped": 0, "rejected": 0,
