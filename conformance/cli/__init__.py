@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "conformance.cli.traces",
     "conformance.cli.replay",
     "conformance.cli.mutate",
+    "conformance.cli.interleave",
     "impl.engine.cli",
     "impl.workqueue.cli",
 )

@@ -1,0 +1,153 @@
+"""Scenarios of the threaded node runtime (`threads.py`) for controlled interleavings.
+
+Each scenario takes `sync`, a controlled `impl/sync.py` (`conformance/interleave`: its threads
+run one at a time, a strategy picking who goes on at every point, on a virtual clock), builds
+real nodes on a real store with it, and drives them from its own thread the way an in-process
+caller would. It checks the run monitor's invariant at every point, waits for every caller's
+answer, stops the runtimes and, when `sync.trace_dir` is set, writes the store's traces there.
+
+    start_signal_fetch      one node: a start, a signal and the fetch loop on one workflow at once
+    renewals_under_signals  one node: a run stalled across its renewals while signals bump the row
+    two_nodes               a start on n1, signals from n2, both fetch loops, a stalled finish
+
+Each comes with the tests' short settings and the defaults (`Settings()`); `store` is
+`memory` (the twin) or `sqlite` (a file under the trace folder, or a temporary one).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from impl.engine.backend import MemoryBackend
+from impl.engine.effects import Sleep
+from impl.engine.errors import UnknownWorkflow
+from impl.engine.export import write_traces
+from impl.engine.faults import Stalls
+from impl.engine.model import COMPLETED, Gates, Settings
+from impl.engine.node import Node
+from impl.engine.store import Store
+from impl.engine.threads import NodeRuntime, workers_for
+from impl.engine.urls import open_backend
+
+SHORT = Settings(lease_ms=200, renew_interval_ms=60, poll_interval_ms=20, result_poll_interval_ms=20)
+DEFAULT = Settings()
+_WAIT_S = 0.005  # the scenario's thread looks at its callers' boxes this often (virtual time)
+_PATIENCE_MS = 120_000  # virtual: a caller unanswered by then fails the scenario
+
+
+@dataclass(frozen=True)
+class EngineScenario:
+    """One scenario's shape: which nodes, which calls, which settings and store."""
+
+    name: str
+    signals: int = 1  # one caller's signals, one after another
+    signal_node: str = "n1"
+    nodes: tuple[str, ...] = ("n1",)
+    stall_ms: int = 0  # the first run's finishing call stalls this long (across renewals)
+    settings: Settings = SHORT
+    store: str = "memory"
+    gates: Gates = Gates()
+
+    def __call__(self, sync: Any) -> dict[str, Any]:
+        return run(self, sync)
+
+
+def _backend(sc: EngineScenario, sync: Any) -> Any:
+    if sc.store == "memory":
+        return MemoryBackend()
+    folder = Path(sync.trace_dir) if getattr(sync, "trace_dir", None) else Path(tempfile.mkdtemp(prefix="interleave-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return open_backend(f"sqlite:///{folder / 'engine.db'}")
+
+
+def _signal_when_there(node: Node, wf: str, times: int) -> Generator[Any, Any, Any]:
+    """A caller signalling a workflow that another caller is starting, `times` times, one
+    call after another (the spec's callers make one call at a time per node and workflow): it
+    tries again until the instance exists (what a caller does on `UnknownWorkflow`)."""
+    for _ in range(times):
+        while True:
+            try:
+                yield from node.signal(wf, "approve", {"by": node.name})
+                break
+            except UnknownWorkflow:
+                yield Sleep(5)
+
+
+def _wait(sync: Any, boxes: list[dict[str, Any]], what: str) -> None:
+    deadline = sync.clock.now_ms() + _PATIENCE_MS
+    while not all(b["done"] for b in boxes):
+        if sync.clock.now_ms() > deadline:
+            raise AssertionError(f"{what}: a caller was not answered within {_PATIENCE_MS} ms (virtual)")
+        sync.sleep(_WAIT_S)
+
+
+def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
+    """Run scenario `sc` on `sync`'s threads; returns what its callers were told."""
+    backend = _backend(sc, sync)
+    store = Store(backend, lease_ms=sc.settings.lease_ms, bump=sc.gates.bump_task_version_on_honored_lease)
+    shared = sync.calls(store, "store")  # every transaction a point
+    nodes = {n: Node(n, shared, sync.clock, gates=sc.gates, settings=sc.settings, sync=sync) for n in sc.nodes}
+    monitors = [n.monitor for n in nodes.values()]
+    sync.invariant(lambda: _one_run_at_a_time(monitors))
+    stalls = Stalls({"wf1": sc.stall_ms}) if sc.stall_ms else None
+    runtimes = {n: NodeRuntime(node, stalls if n == sc.nodes[0] else None, workers=workers_for(backend))
+                for n, node in nodes.items()}
+    for rt in runtimes.values():
+        rt.start()
+    first = nodes[sc.nodes[0]]
+    start = runtimes[first.name].submit(first.start("wf1", "approval", {}), "start")
+    signaller = nodes[sc.signal_node]
+    signals = [runtimes[signaller.name].submit(_signal_when_there(signaller, "wf1", sc.signals), "signals")]
+    _wait(sync, [start, *signals], "start and signals")
+    told: dict[str, Any] = {"start": _told(start)}
+    if "value" in start:
+        result = runtimes[first.name].submit(first.result(start["value"]), "result")
+        _wait(sync, [result], "result")
+        told["result"] = _told(result)
+    for rt in runtimes.values():
+        rt.stop()
+    errors = [repr(e) for rt in runtimes.values() for e in rt.errors]
+    if errors:
+        raise AssertionError(f"the runtimes' fibers failed: {errors}")
+    inst = store.get_instance("wf1")
+    if inst is None or inst.status != COMPLETED:
+        raise AssertionError(f"wf1 did not complete: {inst}")
+    if getattr(sync, "trace_dir", None):
+        write_traces(backend.read_events(), Path(sync.trace_dir), gates=sc.gates, settings=sc.settings,
+                     nodes=list(sc.nodes), run=sc.name)
+    return told
+
+
+def _told(box: dict[str, Any]) -> str:
+    if "error" in box:
+        return f"error {type(box['error']).__name__}"
+    return "stopped" if box.get("stopped") else "value"
+
+
+def _one_run_at_a_time(monitors: list[Any]) -> None:
+    running: dict[str, int] = {}
+    for m in monitors:
+        for wf, k in m.running().items():
+            running[wf] = running.get(wf, 0) + k
+    double = {wf: k for wf, k in running.items() if k > 1}
+    if double:
+        raise AssertionError(f"NoOverlappingRuns: {double} run at once")
+
+
+def _named(**kw: Any) -> Callable[[Any], dict[str, Any]]:
+    return EngineScenario(**kw)
+
+
+start_signal_fetch = _named(name="start_signal_fetch")
+start_signal_fetch_defaults = _named(name="start_signal_fetch_defaults", settings=DEFAULT)
+start_signal_fetch_sqlite = _named(name="start_signal_fetch_sqlite", store="sqlite")
+renewals_under_signals = _named(name="renewals_under_signals", signals=3, stall_ms=500)
+renewals_under_signals_defaults = _named(name="renewals_under_signals_defaults", signals=3, stall_ms=2_500,
+                                         settings=DEFAULT)
+two_nodes = _named(name="two_nodes", nodes=("n1", "n2"), signal_node="n2", signals=2, stall_ms=300)
+two_nodes_defaults = _named(name="two_nodes_defaults", nodes=("n1", "n2"), signal_node="n2", signals=2,
+                            stall_ms=1_500, settings=DEFAULT)

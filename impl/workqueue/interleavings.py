@@ -1,0 +1,130 @@
+"""Scenarios of the queue's real consumer (`consumer.py`: poller, heartbeat thread, handler
+pool) for controlled interleavings.
+
+Each scenario takes `sync`, a controlled `impl/sync.py` (`conformance/interleave`), and runs
+real consumers with it on the twin (fakeredis, the very Lua scripts, its clock the run's
+virtual clock). Handlers take their time through `sync.sleep`. At every point it checks that
+no entry runs twice at once and that no consumer runs more handlers than its permits; it
+waits until every message is acked, closes the consumers and, when `sync.trace_dir` is set,
+writes the trace there.
+
+    long_handlers    two consumers, handlers longer than two heartbeats
+    self_reclaim     one consumer: a not-done entry comes back to it while another handler finishes
+    pool_at_bound    one consumer at its permit bound, more messages than permits
+
+Each with the tests' short settings and, `_defaults`, with `Settings()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from impl.workqueue import recording
+from impl.workqueue.config import Gates, Settings
+from impl.workqueue.consumer import Consumer, heartbeat_period_ms
+from impl.workqueue.core import Invocation
+from impl.workqueue.sim_redis import fake_client, virtual_time
+from impl.workqueue.store import QueueStore
+
+SHORT = Settings(visibility_timeout_ms=300, max_processing_ms=2_000, concurrency=2, guard_ttl_ms=300, poll_interval_ms=20)
+DEFAULT = Settings()
+_PATIENCE = 40  # visibility timeouts (virtual) before an unfinished run fails the scenario
+
+
+@dataclass(frozen=True)
+class QueueScenario:
+    """One scenario's shape: consumers, messages, how long each handler takes (in heartbeat
+    periods), and which messages are not done on their first delivery."""
+
+    name: str
+    consumers: tuple[str, ...] = ("a", "b")
+    messages: int = 3
+    periods: float = 2.5  # a handler's length, in heartbeat periods
+    not_done_first: tuple[int, ...] = ()
+    settings: Settings = SHORT
+    gates: Gates = Gates()
+
+    def __call__(self, sync: Any) -> dict[str, Any]:
+        return run(self, sync)
+
+
+class _Handlers:
+    """The scenario's handlers: each sleeps its time; the table of running entries is the
+    invariant's (an entry in two handlers at once is a double invocation)."""
+
+    def __init__(self, sc: QueueScenario, sync: Any) -> None:
+        self.sc, self.sync = sc, sync
+        self.running: dict[str, list[str]] = {}
+        self.calls: dict[str, int] = {}
+        self.doubles: list[str] = []
+
+    def handler(self, name: str) -> Callable[[Invocation], bool]:
+        def handle(inv: Invocation) -> bool:
+            who = self.running.setdefault(inv.entry, [])
+            if who:
+                self.doubles.append(f"{inv.entry} by {name} while {who} runs it")
+            who.append(name)
+            k = self.calls[inv.payload] = self.calls.get(inv.payload, 0) + 1
+            try:
+                self.sync.sleep(self.sc.periods * heartbeat_period_ms(self.sc.settings) / 1000)
+            finally:
+                who.remove(name)
+            return not (k == 1 and int(inv.payload.removeprefix("m")) in self.sc.not_done_first)
+        return handle
+
+
+def run(sc: QueueScenario, sync: Any) -> dict[str, Any]:
+    """Run scenario `sc` on `sync`'s threads; returns how often each message was handled."""
+    with virtual_time(sync.clock):
+        client = fake_client()
+        queue = QueueStore(client, "interleave", explicit_ids=True)
+        shared = sync.calls(queue, "redis")
+        for i in range(sc.messages):
+            queue.offer("producer", sync.clock.now_ms(), f"m{i}")
+        h = _Handlers(sc, sync)
+        consumers = [Consumer(shared, n, h.handler(n), settings=sc.settings, gates=sc.gates, clock=sync.clock, sync=sync)
+                     for n in sc.consumers]
+        sync.invariant(lambda: _checks(h, consumers, sc))
+        for c in consumers:
+            c.start()
+        deadline = sync.clock.now_ms() + _PATIENCE * sc.settings.visibility_timeout_ms
+        while queue.stream_length() > 0:
+            if sync.clock.now_ms() > deadline:
+                raise AssertionError(f"{queue.stream_length()} messages left unacked after "
+                                     f"{_PATIENCE} visibility timeouts (virtual)")
+            sync.sleep(sc.settings.poll_interval_ms / 1000)
+        for c in consumers:
+            if not c.close(timeout_s=_PATIENCE * sc.settings.visibility_timeout_ms / 1000):
+                raise AssertionError(f"consumer {c.name} still ran handlers at its close's timeout")
+        errors = [repr(e) for c in consumers for e in c.errors]
+        if errors:
+            raise AssertionError(f"the consumers' threads failed: {errors}")
+        if getattr(sync, "trace_dir", None):
+            recording.export(Path(sync.trace_dir) / f"{sc.name}.ndjson", queue, system="workqueue",
+                             settings=sc.settings, gates=sc.gates, nodes=["producer", *sc.consumers], run=sc.name)
+        return dict(sorted(h.calls.items()))
+
+
+def _checks(h: _Handlers, consumers: list[Consumer], sc: QueueScenario) -> None:
+    if h.doubles:
+        raise AssertionError(f"an entry invoked twice at once: {h.doubles[0]}")
+    for c in consumers:
+        if sc.gates.permit_bound and c.executor.running > sc.settings.concurrency:
+            raise AssertionError(f"{c.name} runs {c.executor.running} handlers with {sc.settings.concurrency} permits")
+
+
+def _named(**kw: Any) -> QueueScenario:
+    return QueueScenario(**kw)
+
+
+long_handlers = _named(name="long_handlers")
+long_handlers_defaults = _named(name="long_handlers_defaults", settings=DEFAULT)
+self_reclaim = _named(name="self_reclaim", consumers=("a",), messages=2, periods=1.5, not_done_first=(0,))
+self_reclaim_defaults = _named(name="self_reclaim_defaults", consumers=("a",), messages=2, periods=1.5,
+                               not_done_first=(0,), settings=DEFAULT)
+pool_at_bound = _named(name="pool_at_bound", consumers=("a",), messages=5, periods=1.0)
+pool_at_bound_defaults = _named(name="pool_at_bound_defaults", consumers=("a",), messages=5, periods=1.0,
+                                settings=DEFAULT)
