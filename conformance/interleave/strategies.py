@@ -6,8 +6,8 @@
   random steps the running thread drops below every other. A bug of depth d (d ordering
   constraints) is found by one run with probability at least 1 / (n * k^(d-1)).
 - `Replay(schedule)`: the threads a recorded run chose, step by step (a failure's replay).
-- `Drawn(draw)`: Hypothesis draws each choice, the thread that reached the point first, so
-  that a failing schedule shrinks towards fewer preemptions.
+- `Drawn(choices)`: the choices of a list Hypothesis drew, 0 being the thread that reached the
+  point, so that a failing schedule shrinks towards fewer preemptions.
 - Bounded exhaustive exploration is `exhaustive.py`.
 
 A strategy never reads the wall clock or a global random source: the same seed gives the same
@@ -17,8 +17,6 @@ choices, and so the same run.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-
 from conformance.interleave.runtime import Controller, Thread
 
 
@@ -109,19 +107,24 @@ class Replay:
 
 
 class Drawn:
-    """Each choice drawn by `draw(n)` (an index below n; 0 is the thread that reached the point):
-    `lambda n: data.draw(st.integers(0, n - 1))` under Hypothesis, which shrinks a failure
-    towards runs without preemptions."""
+    """The choices of a list Hypothesis drew (`st.lists(st.integers(0, 7))`): at step i, entry
+    i modulo the number of enabled threads, 0 being the thread that reached the point; past the
+    list's end, 0. Hypothesis shrinks a failing list towards zeros and shorter, i.e. towards
+    schedules with fewer preemptions. (Its `data.draw` cannot be called from the run's threads:
+    Hypothesis keeps its context per thread, so the list is drawn before the run.)"""
 
-    def __init__(self, draw: Callable[[int], int]) -> None:
-        self._draw = draw
+    def __init__(self, choices: list[int]) -> None:
+        self.choices = list(choices)
+        self._i = 0
 
     def begin(self) -> None:
-        pass
+        self._i = 0
 
     def choose(self, ctl: Controller, enabled: list[Thread]) -> Thread:
+        i, self._i = self._i, self._i + 1
         order = _current_first(ctl, enabled)
-        return order[self._draw(len(order)) if len(order) > 1 else 0]
+        pick = self.choices[i] % len(order) if i < len(self.choices) else 0
+        return order[pick]
 
     def describe(self) -> str:
-        return "hypothesis"
+        return f"hypothesis ({len(self.choices)} drawn choices)"

@@ -8,8 +8,10 @@ no entry runs twice at once and that no consumer runs more handlers than its per
 waits until every message is acked, closes the consumers and, when `sync.trace_dir` is set,
 writes the trace there.
 
-    long_handlers    two consumers, handlers longer than two heartbeats
-    self_reclaim     one consumer: a not-done entry comes back to it while another handler finishes
+    long_handlers    two consumers, handlers longer than a visibility timeout (4.5 heartbeats)
+    self_reclaim     one consumer whose heartbeat lags (a logged fault window) for a handler as
+                     long as the visibility timeout: the entry comes back to its own poller as
+                     the handler finishes
     pool_at_bound    one consumer at its permit bound, more messages than permits
 
 Each with the tests' short settings and, `_defaults`, with `Settings()`.
@@ -42,8 +44,9 @@ class QueueScenario:
     name: str
     consumers: tuple[str, ...] = ("a", "b")
     messages: int = 3
-    periods: float = 2.5  # a handler's length, in heartbeat periods
+    periods: float = 4.5  # a handler's length, in heartbeat periods
     not_done_first: tuple[int, ...] = ()
+    lag: bool = False  # every consumer's heartbeat lags (`Consumer.lag_heartbeat`) until the queue drains
     settings: Settings = SHORT
     gates: Gates = Gates()
 
@@ -90,6 +93,8 @@ def run(sc: QueueScenario, sync: Any) -> dict[str, Any]:
         sync.invariant(lambda: _checks(h, consumers, sc))
         for c in consumers:
             c.start()
+            if sc.lag:
+                c.lag_heartbeat()
         deadline = sync.clock.now_ms() + _PATIENCE * sc.settings.visibility_timeout_ms
         while queue.stream_length() > 0:
             if sync.clock.now_ms() > deadline:
@@ -97,6 +102,8 @@ def run(sc: QueueScenario, sync: Any) -> dict[str, Any]:
                                      f"{_PATIENCE} visibility timeouts (virtual)")
             sync.sleep(sc.settings.poll_interval_ms / 1000)
         for c in consumers:
+            if sc.lag:
+                c.resume_heartbeat()
             if not c.close(timeout_s=_PATIENCE * sc.settings.visibility_timeout_ms / 1000):
                 raise AssertionError(f"consumer {c.name} still ran handlers at its close's timeout")
         errors = [repr(e) for c in consumers for e in c.errors]
@@ -122,9 +129,9 @@ def _named(**kw: Any) -> QueueScenario:
 
 long_handlers = _named(name="long_handlers")
 long_handlers_defaults = _named(name="long_handlers_defaults", settings=DEFAULT)
-self_reclaim = _named(name="self_reclaim", consumers=("a",), messages=2, periods=1.5, not_done_first=(0,))
-self_reclaim_defaults = _named(name="self_reclaim_defaults", consumers=("a",), messages=2, periods=1.5,
-                               not_done_first=(0,), settings=DEFAULT)
+self_reclaim = _named(name="self_reclaim", consumers=("a",), messages=2, periods=3.0, not_done_first=(1,), lag=True)
+self_reclaim_defaults = _named(name="self_reclaim_defaults", consumers=("a",), messages=2, periods=3.0,
+                               not_done_first=(1,), lag=True, settings=DEFAULT)
 pool_at_bound = _named(name="pool_at_bound", consumers=("a",), messages=5, periods=1.0)
 pool_at_bound_defaults = _named(name="pool_at_bound_defaults", consumers=("a",), messages=5, periods=1.0,
                                 settings=DEFAULT)
