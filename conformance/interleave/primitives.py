@@ -225,20 +225,26 @@ class Thread:
 
 
 class _Calls:
-    """An object whose every method call is first a point (`Controlled.calls`)."""
+    """An object whose every method call is first a point (`Controlled.calls`), and then takes
+    `cost_ms` of virtual time in its thread (a store's round trip: others go on meanwhile)."""
 
-    def __init__(self, ctl: Controller, obj: Any, label: str) -> None:
-        self._ctl, self._obj, self._label = ctl, obj, label
+    def __init__(self, ctl: Controller, obj: Any, label: str, cost_ms: float) -> None:
+        self._ctl, self._obj, self._label, self._cost_ms = ctl, obj, label, cost_ms
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._obj, name)
         if not callable(value) or isinstance(value, type):
             return value
-        ctl, label = self._ctl, self._label
+        ctl, label, cost = self._ctl, self._label, self._cost_ms
 
         def call(*args: Any, **kwargs: Any) -> Any:
             ctl.point(f"call {name}", label)
-            return value(*args, **kwargs)
+            result = value(*args, **kwargs)
+            if cost > 0:
+                me = ctl.me()
+                ctl.point("busy", f"clock:{me.name if me else '?'}", ready=lambda: False,
+                          deadline_ns=ctl.deadline(cost / 1000))
+            return result
         return call
 
 
@@ -282,10 +288,11 @@ class Controlled:
     def monotonic(self) -> float:
         return self.controller.now_ns / 1e9
 
-    def calls(self, obj: Any, label: str = "store") -> Any:
+    def calls(self, obj: Any, label: str = "store", cost_ms: float = 0) -> Any:
         """`obj`, with every method call made a point first (all of them on one object: they
-        do not commute). Give a store to the code under test this way."""
-        return _Calls(self.controller, obj, label)
+        do not commute), each taking `cost_ms` of virtual time after it returns (the calling
+        thread is busy; the others go on). Give a store to the code under test this way."""
+        return _Calls(self.controller, obj, label, cost_ms)
 
     def invariant(self, check: Callable[[], None]) -> None:
         """Check `check()` (an AssertionError fails the run) at every point from now on."""

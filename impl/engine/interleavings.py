@@ -7,8 +7,13 @@ caller would. It checks the run monitor's invariant at every point, waits for ev
 answer, stops the runtimes and, when `sync.trace_dir` is set, writes the store's traces there.
 
     start_signal_fetch      one node: a start, a signal and the fetch loop on one workflow at once
-    renewals_under_signals  one node: a run stalled across its renewals while signals bump the row
-    two_nodes               a start on n1, signals from n2, both fetch loops, a stalled finish
+                            (_in_memory: the signal schedules in memory, as the start does)
+    renewals_under_signals  one node: a handler across its renewals while signals bump the row
+    two_nodes               a start on n1, signals from n2, both fetch loops, a handler across
+                            renewals and a finish stalled past its lease
+    busy_sqlite_nodes       two SQLite nodes (one worker each) with six workflows whose handlers
+                            span renewals, store calls taking 5 ms: a woken run competes with
+                            the node's starts, signals and fetches for its one thread
 
 Each comes with the tests' short settings and the defaults (`Settings()`); `store` is
 `memory` (the twin) or `sqlite` (a file under the trace folder, or a temporary one).
@@ -41,13 +46,17 @@ _PATIENCE_MS = 120_000  # virtual: a caller unanswered by then fails the scenari
 
 @dataclass(frozen=True)
 class EngineScenario:
-    """One scenario's shape: which nodes, which calls, which settings and store."""
+    """One scenario's shape: which nodes, how many workflows and how long their handlers run,
+    whose calls, which settings, gates and store, and how long a store call takes."""
 
     name: str
-    signals: int = 1  # one caller's signals, one after another
+    workflows: int = 1
+    signals: int = 1  # one caller's signals to each workflow, one after another
     signal_node: str = "n1"
     nodes: tuple[str, ...] = ("n1",)
-    stall_ms: int = 0  # the first run's finishing call stalls this long (across renewals)
+    work_ms: int = 0  # each handler run's length (the engine sleeps it, renewing its lease)
+    stall_ms: int = 0  # wf1's finishing call stalls this long (past its lease)
+    cost_ms: float = 0  # each store call's time (virtual): the node's other fibers go on meanwhile
     settings: Settings = SHORT
     store: str = "memory"
     gates: Gates = Gates()
@@ -86,10 +95,10 @@ def _wait(sync: Any, boxes: list[dict[str, Any]], what: str) -> None:
 
 
 def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
-    """Run scenario `sc` on `sync`'s threads; returns what its callers were told."""
+    """Run scenario `sc` on `sync`'s threads; returns what each caller was told."""
     backend = _backend(sc, sync)
     store = Store(backend, lease_ms=sc.settings.lease_ms, bump=sc.gates.bump_task_version_on_honored_lease)
-    shared = sync.calls(store, "store")  # every transaction a point
+    shared = sync.calls(store, "store", cost_ms=sc.cost_ms)  # every transaction a point
     nodes = {n: Node(n, shared, sync.clock, gates=sc.gates, settings=sc.settings, sync=sync) for n in sc.nodes}
     monitors = [n.monitor for n in nodes.values()]
     sync.invariant(lambda: _one_run_at_a_time(monitors))
@@ -99,23 +108,27 @@ def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
     for rt in runtimes.values():
         rt.start()
     first = nodes[sc.nodes[0]]
-    start = runtimes[first.name].submit(first.start("wf1", "approval", {}), "start")
     signaller = nodes[sc.signal_node]
-    signals = [runtimes[signaller.name].submit(_signal_when_there(signaller, "wf1", sc.signals), "signals")]
-    _wait(sync, [start, *signals], "start and signals")
-    told: dict[str, Any] = {"start": _told(start)}
-    if "value" in start:
-        result = runtimes[first.name].submit(first.result(start["value"]), "result")
-        _wait(sync, [result], "result")
-        told["result"] = _told(result)
+    wfs = [f"wf{i + 1}" for i in range(sc.workflows)]
+    input = {"work_ms": sc.work_ms} if sc.work_ms else {}
+    starts = {wf: runtimes[first.name].submit(first.start(wf, "approval", input), f"start {wf}") for wf in wfs}
+    signals = [runtimes[signaller.name].submit(_signal_when_there(signaller, wf, sc.signals), f"signals {wf}")
+               for wf in wfs if sc.signals]
+    _wait(sync, [*starts.values(), *signals], "starts and signals")
+    told: dict[str, Any] = {f"start {wf}": _told(box) for wf, box in starts.items()}
+    results = {wf: runtimes[first.name].submit(first.result(box["value"]), f"result {wf}")
+               for wf, box in starts.items() if "value" in box}
+    _wait(sync, list(results.values()), "results")
+    told.update({f"result {wf}": _told(box) for wf, box in results.items()})
     for rt in runtimes.values():
         rt.stop()
     errors = [repr(e) for rt in runtimes.values() for e in rt.errors]
     if errors:
         raise AssertionError(f"the runtimes' fibers failed: {errors}")
-    inst = store.get_instance("wf1")
-    if inst is None or inst.status != COMPLETED:
-        raise AssertionError(f"wf1 did not complete: {inst}")
+    unfinished = {wf: inst.status if inst else None for wf in wfs
+                  if (inst := store.get_instance(wf)) is None or inst.status != COMPLETED}
+    if unfinished:
+        raise AssertionError(f"workflows not completed: {unfinished}")
     if getattr(sync, "trace_dir", None):
         write_traces(backend.read_events(), Path(sync.trace_dir), gates=sc.gates, settings=sc.settings,
                      nodes=list(sc.nodes), run=sc.name)
@@ -145,9 +158,18 @@ def _named(**kw: Any) -> Callable[[Any], dict[str, Any]]:
 start_signal_fetch = _named(name="start_signal_fetch")
 start_signal_fetch_defaults = _named(name="start_signal_fetch_defaults", settings=DEFAULT)
 start_signal_fetch_sqlite = _named(name="start_signal_fetch_sqlite", store="sqlite")
-renewals_under_signals = _named(name="renewals_under_signals", signals=3, stall_ms=500)
-renewals_under_signals_defaults = _named(name="renewals_under_signals_defaults", signals=3, stall_ms=2_500,
-                                         settings=DEFAULT)
-two_nodes = _named(name="two_nodes", nodes=("n1", "n2"), signal_node="n2", signals=2, stall_ms=300)
+start_signal_fetch_in_memory = _named(name="start_signal_fetch_in_memory",
+                                      gates=Gates(force_signal_workflow_exec_in_scheduler=False))
+renewals_under_signals = _named(name="renewals_under_signals", signals=3, work_ms=500, cost_ms=1)
+renewals_under_signals_defaults = _named(name="renewals_under_signals_defaults", signals=3, work_ms=2_500,
+                                         cost_ms=1, settings=DEFAULT)
+two_nodes = _named(name="two_nodes", nodes=("n1", "n2"), signal_node="n2", signals=2, work_ms=500,
+                   stall_ms=300, cost_ms=1)
 two_nodes_defaults = _named(name="two_nodes_defaults", nodes=("n1", "n2"), signal_node="n2", signals=2,
-                            stall_ms=1_500, settings=DEFAULT)
+                            work_ms=2_500, stall_ms=1_500, cost_ms=1, settings=DEFAULT)
+busy_sqlite_nodes = _named(name="busy_sqlite_nodes", nodes=("n1", "n2"), signal_node="n2", workflows=6, signals=1,
+                           work_ms=500, cost_ms=5, store="sqlite")
+signals_in_memory = _named(name="signals_in_memory", signals=3, work_ms=500, cost_ms=1,
+                           gates=Gates(force_signal_workflow_exec_in_scheduler=False))
+signals_in_memory_two_nodes = _named(name="signals_in_memory_two_nodes", nodes=("n1", "n2"), signals=2, work_ms=500,
+                                     cost_ms=1, gates=Gates(force_signal_workflow_exec_in_scheduler=False))

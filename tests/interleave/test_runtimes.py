@@ -4,9 +4,9 @@
 Every explored schedule of the designed code passes its invariants and its traces are accepted
 by the trace specs; the same seed writes the same trace; and bugs planted in the runtimes'
 threads (a heartbeat loop that stops after its first beat, a pool that keeps counting a
-finished task as running, a default heartbeat period no simulation uses) and the heartbeat
-gate off are found within the default budget, each replaying from its saved schedule to the
-same failure.
+finished task as running, a default heartbeat period no simulation uses, a woken run not
+put first) and the seed's guards off are found within the default budget, each replaying from
+its saved schedule to the same failure.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import pytest
 from conformance.interleave.explore import explore, load_schedule, run_once, save_schedule
 from conformance.interleave.strategies import RandomWalk
 from impl.engine import interleavings as engine
+from impl.engine import threads
 from impl.workqueue import config, consumer, interleavings as queue
 from impl.workqueue.config import Gates as QueueGates
 from tests.interleave.planting import planted
@@ -32,6 +33,9 @@ SCENARIOS = {
     "engine:start_signal_fetch_defaults": engine.start_signal_fetch_defaults,
     "engine:renewals_under_signals": engine.renewals_under_signals,
     "engine:two_nodes": engine.two_nodes,
+    "engine:busy_sqlite_nodes": engine.busy_sqlite_nodes,
+    "engine:signals_in_memory": engine.signals_in_memory,
+    "engine:start_signal_fetch_in_memory": engine.start_signal_fetch_in_memory,
     "queue:long_handlers": queue.long_handlers,
     "queue:self_reclaim": queue.self_reclaim,
     "queue:pool_at_bound": queue.pool_at_bound,
@@ -96,3 +100,22 @@ def test_a_default_heartbeat_period_past_the_visibility_timeout_is_found_by_the_
 def test_the_heartbeat_gate_off_is_found(tmp_path: Path) -> None:
     _found_and_replayed(dataclasses.replace(queue.long_handlers, gates=QueueGates(heartbeat=False)), tmp_path,
                         "an entry invoked twice at once")
+
+
+def test_a_woken_run_not_put_first_is_found_on_busy_sqlite_nodes(tmp_path: Path) -> None:
+    # One worker thread per SQLite node: a run woken to renew its lease waits behind the node's
+    # callers and fetches, its lease lapses, and the other node runs the workflow meanwhile.
+    with planted(threads.NodeRuntime, "_next", "(self._urgent if task.urgent else self._ready).append(task)",
+                 "self._ready.append(task)"):
+        _found_and_replayed(engine.busy_sqlite_nodes, tmp_path, "NoOverlappingRuns")
+
+
+@pytest.mark.parametrize("gate, scenario, expect", [
+    ("honour_check", engine.signals_in_memory, "NoOverlappingRuns"),
+    ("bump_task_version_on_honored_lease", engine.signals_in_memory, "did not finish"),
+    ("renew_adopts_rerun", engine.two_nodes, "NoOverlappingRuns"),
+    ("automatic_lease_renewal", engine.two_nodes, "NoOverlappingRuns"),
+])
+def test_the_engine_seed_s_guards_off_are_found(gate: str, scenario: Any, expect: str, tmp_path: Path) -> None:
+    gates = dataclasses.replace(scenario.gates, **{gate: False})
+    _found_and_replayed(dataclasses.replace(scenario, gates=gates), tmp_path, expect)
