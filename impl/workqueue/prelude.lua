@@ -34,16 +34,19 @@ local function server_now_ms()
   return STEP_NOW_MS
 end
 
--- XPENDING for one entry, and the server's clock (ms) its idle times were measured at. Redis
--- measures every command of a script against one snapshot of its clock, taken as the script
--- starts (7.0.15, checked: an XPENDING after a 24 ms busy loop in a script reads the same idle time
--- as one before the loop, and an XCLAIM IDLE in between is measured from it too), so the stamp is
--- `SCRIPT_NOW_MS - idle`, the script's first TIME read standing for the snapshot (microseconds
--- apart). A TIME read after the XPENDING instead, as this read did before, put a stamp late by as
--- long as the server was descheduled since the script began: 3 ms on a busy 2-core machine,
--- past clock_slack_ms (the workqueue machine on real Redis, example 13, rejected at a renew).
+-- XPENDING for one entry, and the server's clock (ms) its idle times were measured at: the
+-- server measures them when the command runs, which the two TIME reads around it pin down only
+-- when both fall in one millisecond; otherwise (a millisecond boundary, or the server
+-- descheduled in between) the read is taken again. So `t - idle` is the stamp itself.
 local function pending_read(stream, group, id)
-  return redis.call('XPENDING', stream, group, id, id, 1), SCRIPT_NOW_MS
+  local p, t
+  for _ = 1, 8 do
+    local t0 = fresh_now_ms()
+    p = redis.call('XPENDING', stream, group, id, id, 1)
+    t = fresh_now_ms()
+    if t == t0 then break end
+  end
+  return p, t
 end
 
 local function entry_state(stream, group, id)
@@ -61,7 +64,7 @@ local function entry_state(stream, group, id)
   if #redis.call('XRANGE', stream, id, id) > 0 then
     -- Not yet delivered: nothing measures its idle time; it is 0 (last_touched = now), as
     -- WorkQueue.tla keeps idle at 0 for an entry that is not pending.
-    return {pending = false, owner = cjson.null, last_touched = server_now_ms(), deliveries = 0}
+    return {pending = false, owner = cjson.null, last_touched = fresh_now_ms(), deliveries = 0}
   end
   return cjson.null
 end
