@@ -96,8 +96,8 @@ def explore(scenario: Scenario, *, name: str = "scenario", strategy: str = "rand
     """Run `scenario` up to `runs` times under `strategy` (random, pct, exhaustive).
 
     `validate` gets the trace files of every run that passed and returns, for each one not
-    accepted, its verdict: those runs fail too. PCT's `steps` (a run's length, for its change
-    points) defaults to the length of a first random run. Exhaustive search estimates its space
+    accepted, its verdict: those runs fail too. PCT's `steps` (a run's number of steps with a
+    choice, for its change points) defaults to a first random run's. Exhaustive search estimates its space
     with `probes` random runs first."""
     outcomes: list[Outcome] = []
     space = None
@@ -134,8 +134,8 @@ def explore(scenario: Scenario, *, name: str = "scenario", strategy: str = "rand
                  f"(Knuth's estimate over {len(products)} random runs within the bound)")
     else:
         if strategy == "pct" and steps <= 0:
-            steps = max(1, len(run_once(scenario, RandomWalk(seed), seed=seed, max_steps=max_steps,
-                                        hang_s=hang_s).steps))
+            first = run_once(scenario, RandomWalk(seed), seed=seed, max_steps=max_steps, hang_s=hang_s)
+            steps = max(1, sum(1 for s in first.steps if len(s.enabled) > 1))
         for i, (strat, run_seed) in enumerate(_strategies(strategy, runs, seed, depth, steps)):
             o = one(i, strat, run_seed, strat.describe())  # type: ignore[attr-defined]
             if o.run.failure is not None and stop_at_failure:

@@ -3,7 +3,8 @@
 - `RandomWalk(seed)`: uniformly among the enabled threads.
 - `PCT(seed, depth, steps)`: probabilistic concurrency testing (Burckhardt et al., ASPLOS 2010):
   threads get random distinct priorities, the highest enabled one runs, and at `depth - 1`
-  random steps the running thread drops below every other. A bug of depth d (d ordering
+  random steps the running thread drops below every other. Its k (`steps`) counts the steps
+  with a choice (two threads enabled or more): on a virtual clock most steps have none. A bug of depth d (d ordering
   constraints) is found by one run with probability at least 1 / (n * k^(d-1)).
 - `Replay(schedule)`: the threads a recorded run chose, step by step (a failure's replay).
 - `Drawn(choices)`: the choices of a list Hypothesis drew, 0 being the thread that reached the
@@ -66,8 +67,10 @@ class PCT:
         return self._priority[t.name]
 
     def choose(self, ctl: Controller, enabled: list[Thread]) -> Thread:
-        self._step += 1
         best = max(enabled, key=self._of)
+        if len(enabled) < 2:
+            return best  # no choice here: not one of the run's k steps
+        self._step += 1
         while self._changes and self._changes[0] <= self._step:
             # A change point: the thread about to run drops below all others.
             self._priority[best.name] = len(self._changes) / (self.depth + 1)

@@ -158,7 +158,7 @@ def _named(**kw: Any) -> Callable[[Any], dict[str, Any]]:
 start_signal_fetch = _named(name="start_signal_fetch")
 start_signal_fetch_defaults = _named(name="start_signal_fetch_defaults", settings=DEFAULT)
 start_signal_fetch_sqlite = _named(name="start_signal_fetch_sqlite", store="sqlite")
-start_signal_fetch_in_memory = _named(name="start_signal_fetch_in_memory",
+start_signal_fetch_in_memory = _named(name="start_signal_fetch_in_memory", cost_ms=5,
                                       gates=Gates(force_signal_workflow_exec_in_scheduler=False))
 renewals_under_signals = _named(name="renewals_under_signals", signals=3, work_ms=500, cost_ms=1)
 renewals_under_signals_defaults = _named(name="renewals_under_signals_defaults", signals=3, work_ms=2_500,

@@ -10,8 +10,10 @@ writes the trace there.
 
     long_handlers    two consumers, handlers longer than a visibility timeout (4.5 heartbeats)
     self_reclaim     one consumer whose heartbeat lags (a logged fault window) for a handler as
-                     long as the visibility timeout: the entry comes back to its own poller as
-                     the handler finishes
+                     long as the visibility timeout, a permit free: the entry comes back to its
+                     own poller as the handler finishes
+    not_done_first   two consumers whose handlers say "not done" the first time: released
+                     entries come back after a visibility timeout, to either
     pool_at_bound    one consumer at its permit bound, more messages than permits
 
 Each with the tests' short settings and, `_defaults`, with `Settings()`.
@@ -129,9 +131,10 @@ def _named(**kw: Any) -> QueueScenario:
 
 long_handlers = _named(name="long_handlers")
 long_handlers_defaults = _named(name="long_handlers_defaults", settings=DEFAULT)
-self_reclaim = _named(name="self_reclaim", consumers=("a",), messages=2, periods=3.0, not_done_first=(1,), lag=True)
-self_reclaim_defaults = _named(name="self_reclaim_defaults", consumers=("a",), messages=2, periods=3.0,
-                               not_done_first=(1,), lag=True, settings=DEFAULT)
+self_reclaim = _named(name="self_reclaim", consumers=("a",), messages=1, periods=3.0, lag=True)
+self_reclaim_defaults = _named(name="self_reclaim_defaults", consumers=("a",), messages=1, periods=3.0, lag=True,
+                               settings=DEFAULT)
+not_done_first = _named(name="not_done_first", consumers=("a", "b"), messages=2, periods=1.5, not_done_first=(0, 1))
 pool_at_bound = _named(name="pool_at_bound", consumers=("a",), messages=5, periods=1.0)
 pool_at_bound_defaults = _named(name="pool_at_bound_defaults", consumers=("a",), messages=5, periods=1.0,
                                 settings=DEFAULT)
