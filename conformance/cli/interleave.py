@@ -28,6 +28,7 @@ from typing import Any
 from conformance.errors import LeaseproofError
 from conformance.interleave.explore import STRATEGIES, explore, load_schedule, run_once, save_schedule
 from conformance.interleave.report import failure_report, summary
+from conformance.interleave.strategies import Replay
 from conformance.output.safe_text import visible
 
 
@@ -109,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         print(f"  traces under {visible(trace_dir)}")
         for o in x.failed[:1]:
-            for line in failure_report(args.target, o, saved[o.index] if args.strategy == "exhaustive" or args.replay else None):
+            # Replayed once more, recording the store as the scenario describes it at each step.
+            again = run_once(scenario, Replay(o.run.schedule()), trace_dir=trace_dir / "shown", max_steps=args.max_steps,
+                             record_states=True)
+            for line in failure_report(args.target, o, saved[o.index] if args.strategy == "exhaustive" or args.replay else None,
+                                       again.states or None):
                 print(line)
     return 0 if x.ok else 1

@@ -66,15 +66,15 @@ class Exploration:
 
 
 def run_once(scenario: Scenario, strategy: Strategy, *, seed: int = 0, trace_dir: Path | None = None,
-             max_steps: int = 200_000, hang_s: float = 60.0, observe: Callable[[], str] | None = None) -> Run:
-    """One run of `scenario` under `strategy` (its randomness seeded with `seed`)."""
+             max_steps: int = 200_000, hang_s: float = 60.0, record_states: bool = False) -> Run:
+    """One run of `scenario` under `strategy` (its randomness seeded with `seed`); with
+    `record_states`, the store as the scenario's observers describe it before each step."""
     ctl = Controller(strategy, max_steps=max_steps, hang_s=hang_s)
+    ctl.record_states = record_states
     sync = Controlled(ctl, seed)
     sync.trace_dir = trace_dir
     if trace_dir is not None:
         trace_dir.mkdir(parents=True, exist_ok=True)
-    if observe is not None:
-        ctl.observe = observe
     return ctl.run(lambda: scenario(sync))
 
 

@@ -294,6 +294,11 @@ class Controlled:
         thread is busy; the others go on). Give a store to the code under test this way."""
         return _Calls(self.controller, obj, label, cost_ms)
 
+    def observe(self, describe: Callable[[], str]) -> None:
+        """Describe the store in a line (`describe()`): a failure's replayed schedule prints it
+        after each step."""
+        self.controller.observers.append(describe)
+
     def invariant(self, check: Callable[[], None]) -> None:
         """Check `check()` (an AssertionError fails the run) at every point from now on."""
         self.controller.invariants.append(check)

@@ -7,18 +7,25 @@ from conformance.interleave.runtime import Run
 from conformance.output.safe_text import visible
 
 
-def schedule_lines(run: Run, states: list[str] | None = None, last: int = 40) -> list[str]:
-    """The last `last` steps of `run`: step, virtual time, thread, point, code location, and the
-    store after the step when `states` (one per step) is given."""
-    steps = run.steps[-last:] if last else run.steps
+def schedule_lines(run: Run, states: list[str] | None = None, calls: int = 25, tail: int = 12) -> list[str]:
+    """The end of `run`'s schedule: its last `calls` store calls and its last `tail` steps of any
+    kind, each as step, virtual time, thread, point and code location, and the store after the
+    step where it changed (when `states`, the store before each step, is given). The whole
+    schedule is the saved file's."""
+    store_steps = [s.index for s in run.steps if s.point.kind.startswith("call ")][-calls:]
+    shown = sorted(set(store_steps) | {s.index for s in run.steps[-tail:]})
     lines = []
-    if len(run.steps) > len(steps):
-        lines.append(f"  ... {len(run.steps) - len(steps)} earlier steps")
-    for s in steps:
+    last = -1
+    for i in shown:
+        if i > last + 1:
+            lines.append(f"  ... {i - last - 1} steps")
+        last = i
+        s = run.steps[i]
         mark = " (preempted)" if s.preempted else ""
         line = f"  {s.index:>6} {s.now_ms:>10} ms  {s.thread:<16} {s.point.kind} {s.point.obj}  {s.point.where}{mark}"
-        if states is not None and s.index < len(states) and states[s.index]:
-            line += f"\n{'':>30}store after: {states[s.index]}"
+        after = s.index + 1  # states[i] is the store before step i
+        if states is not None and after < len(states) and states[after] and states[after] != states[s.index]:
+            line += f"\n{'':>28}store after: {states[after]}"
         lines.append(line)
     return lines
 

@@ -115,6 +115,7 @@ class Run:
     left: tuple[str, ...]
     now_ms: int
     value: Any = None
+    states: list[str] = field(default_factory=list)  # the store before each step (when recorded)
 
     @property
     def ok(self) -> bool:
@@ -155,6 +156,9 @@ class Controller:
         self.steps: list[Step] = []
         self.failure: Failure | None = None
         self.invariants: list[Callable[[], None]] = []
+        self.observers: list[Callable[[], str]] = []  # describe the store, for a failure's schedule
+        self.record_states = False
+        self.states: list[str] = []
         self._by_ident: dict[int, Thread] = {}
         self._aborted = False
         self._ended = threading.Event()  # real: the watching thread waits on it
@@ -207,7 +211,7 @@ class Controller:
         for x in self.threads:
             if x.real is not None and x.real is not threading.current_thread():
                 x.real.join(5.0)
-        return Run(list(self.steps), self.failure, left, self.now_ms(), self._value)
+        return Run(list(self.steps), self.failure, left, self.now_ms(), self._value, list(self.states))
 
     def thread(self, target: Callable[[], Any], name: str) -> Thread:
         """Start a controlled thread running `target` (a `primitives.Thread`'s start)."""
@@ -320,6 +324,8 @@ class Controller:
             self._fail("budget", f"the run took {self.max_steps} steps without ending (a loop that never "
                        "stops, or a scenario too long for the budget)", places=True)
             raise _Abandoned()
+        if self.record_states and self.observers:
+            self.states.append("; ".join(describe() for describe in self.observers))
         chosen = self.strategy.choose(self, enabled)
         point = chosen.point or Point("?", "?", "?")
         self.steps.append(Step(len(self.steps), chosen.name, point, self.now_ms(),

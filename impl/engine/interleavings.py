@@ -32,7 +32,7 @@ from impl.engine.effects import Sleep
 from impl.engine.errors import UnknownWorkflow
 from impl.engine.export import write_traces
 from impl.engine.faults import Stalls
-from impl.engine.model import COMPLETED, Gates, Settings
+from impl.engine.model import COMPLETED, WORKFLOW_OWNER, Gates, Settings, TaskKey
 from impl.engine.node import Node
 from impl.engine.store import Store
 from impl.engine.threads import NodeRuntime, workers_for
@@ -102,6 +102,8 @@ def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
     nodes = {n: Node(n, shared, sync.clock, gates=sc.gates, settings=sc.settings, sync=sync) for n in sc.nodes}
     monitors = [n.monitor for n in nodes.values()]
     sync.invariant(lambda: _one_run_at_a_time(monitors))
+    wfs = [f"wf{i + 1}" for i in range(sc.workflows)]
+    sync.observe(lambda: _describe(store, wfs, monitors))
     stalls = Stalls({"wf1": sc.stall_ms}) if sc.stall_ms else None
     runtimes = {n: NodeRuntime(node, stalls if n == sc.nodes[0] else None, workers=workers_for(backend))
                 for n, node in nodes.items()}
@@ -109,7 +111,6 @@ def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
         rt.start()
     first = nodes[sc.nodes[0]]
     signaller = nodes[sc.signal_node]
-    wfs = [f"wf{i + 1}" for i in range(sc.workflows)]
     input = {"work_ms": sc.work_ms} if sc.work_ms else {}
     starts = {wf: runtimes[first.name].submit(first.start(wf, "approval", input), f"start {wf}") for wf in wfs}
     signals = [runtimes[signaller.name].submit(_signal_when_there(signaller, wf, sc.signals), f"signals {wf}")
@@ -139,6 +140,23 @@ def _told(box: dict[str, Any]) -> str:
     if "error" in box:
         return f"error {type(box['error']).__name__}"
     return "stopped" if box.get("stopped") else "value"
+
+
+def _describe(store: Store, wfs: list[str], monitors: list[Any]) -> str:
+    """Each workflow's instance and task row, and its runs in progress (a failure's schedule
+    prints it after each step)."""
+    parts = []
+    running: dict[str, int] = {}
+    for m in monitors:
+        for wf, k in m.running().items():
+            running[wf] = running.get(wf, 0) + k
+    for wf in wfs:
+        inst = store.get_instance(wf)
+        task = store.get_task(TaskKey(WORKFLOW_OWNER, wf))
+        i = f"{inst.status} v{inst.version}" if inst else "-"
+        t = f"{task.status} v{task.version} until {task.run_after}" if task else "no row"
+        parts.append(f"{wf} {i}, {t}, {running.get(wf, 0)} running")
+    return "; ".join(parts)
 
 
 def _one_run_at_a_time(monitors: list[Any]) -> None:

@@ -31,7 +31,7 @@ from impl.workqueue.config import Gates, Settings
 from impl.workqueue.consumer import Consumer, heartbeat_period_ms
 from impl.workqueue.core import Invocation
 from impl.workqueue.sim_redis import fake_client, virtual_time
-from impl.workqueue.store import QueueStore
+from impl.workqueue.store import GROUP, QueueStore
 
 SHORT = Settings(visibility_timeout_ms=300, max_processing_ms=2_000, concurrency=2, guard_ttl_ms=300, poll_interval_ms=20)
 DEFAULT = Settings()
@@ -93,6 +93,7 @@ def run(sc: QueueScenario, sync: Any) -> dict[str, Any]:
         consumers = [Consumer(shared, n, h.handler(n), settings=sc.settings, gates=sc.gates, clock=sync.clock, sync=sync)
                      for n in sc.consumers]
         sync.invariant(lambda: _checks(h, consumers, sc))
+        sync.observe(lambda: _describe(client, queue, h))
         for c in consumers:
             c.start()
             if sc.lag:
@@ -117,11 +118,19 @@ def run(sc: QueueScenario, sync: Any) -> dict[str, Any]:
         return dict(sorted(h.calls.items()))
 
 
+def _describe(client: Any, queue: QueueStore, h: _Handlers) -> str:
+    """The pending entries (owner, idle ms) and the handlers running (a failure's schedule)."""
+    rows = client.xpending_range(queue.stream, GROUP, "-", "+", 100)
+    pel = ", ".join(f"{r['message_id'].decode()} {r['consumer'].decode()} idle {r['time_since_delivered']}" for r in rows)
+    runs = ", ".join(f"{e} by {'+'.join(w)}" for e, w in sorted(h.running.items()) if w)
+    return f"pending [{pel}] running [{runs}]"
+
+
 def _checks(h: _Handlers, consumers: list[Consumer], sc: QueueScenario) -> None:
     if h.doubles:
         raise AssertionError(f"an entry invoked twice at once: {h.doubles[0]}")
     for c in consumers:
-        if sc.gates.permit_bound and c.executor.running > sc.settings.concurrency:
+        if c.executor.running > sc.settings.concurrency:
             raise AssertionError(f"{c.name} runs {c.executor.running} handlers with {sc.settings.concurrency} permits")
 
 
