@@ -38,7 +38,8 @@ from impl.engine.store import Store
 from impl.engine.threads import NodeRuntime, workers_for
 from impl.engine.urls import open_backend
 
-SHORT = Settings(lease_ms=200, renew_interval_ms=60, poll_interval_ms=20, result_poll_interval_ms=20)
+SHORT = Settings(lease_ms=200, renew_interval_ms=60, poll_interval_ms=20, result_poll_interval_ms=20,
+                 result_polling_time_limit_ms=5_000)
 DEFAULT = Settings()
 _WAIT_S = 0.005  # the scenario's thread looks at its callers' boxes this often (virtual time)
 _PATIENCE_MS = 120_000  # virtual: a caller unanswered by then fails the scenario

@@ -12,6 +12,9 @@ writes the trace there.
     self_reclaim     one consumer whose heartbeat lags (a logged fault window) for a handler as
                      long as the visibility timeout, a permit free: the entry comes back to its
                      own poller as the handler finishes
+    stale_owner      two consumers lagging for 1.5 visibility timeouts while one runs a long
+                     handler: the other takes the entry over, and the stale owner's renewal
+                     meets it when the lag ends
     not_done_first   two consumers whose handlers say "not done" the first time: released
                      entries come back after a visibility timeout, to either
     pool_at_bound    one consumer at its permit bound, more messages than permits
@@ -49,6 +52,7 @@ class QueueScenario:
     periods: float = 4.5  # a handler's length, in heartbeat periods
     not_done_first: tuple[int, ...] = ()
     lag: bool = False  # every consumer's heartbeat lags (`Consumer.lag_heartbeat`) until the queue drains
+    lag_ms: int = 0  # ... or for this long only
     settings: Settings = SHORT
     gates: Gates = Gates()
 
@@ -98,6 +102,10 @@ def run(sc: QueueScenario, sync: Any) -> dict[str, Any]:
             c.start()
             if sc.lag:
                 c.lag_heartbeat()
+        if sc.lag and sc.lag_ms:
+            sync.sleep(sc.lag_ms / 1000)
+            for c in consumers:
+                c.resume_heartbeat()
         deadline = sync.clock.now_ms() + _PATIENCE * sc.settings.visibility_timeout_ms
         while queue.stream_length() > 0:
             if sync.clock.now_ms() > deadline:
@@ -127,7 +135,9 @@ def _describe(client: Any, queue: QueueStore, h: _Handlers) -> str:
 
 
 def _checks(h: _Handlers, consumers: list[Consumer], sc: QueueScenario) -> None:
-    if h.doubles:
+    # Under a lag (a logged fault) a peer may take an entry over while its holder still runs it:
+    # at-least-once, excused by the lag's lines; the trace check says whether it was allowed.
+    if h.doubles and not sc.lag:
         raise AssertionError(f"an entry invoked twice at once: {h.doubles[0]}")
     for c in consumers:
         if c.executor.running > sc.settings.concurrency:
@@ -143,6 +153,7 @@ long_handlers_defaults = _named(name="long_handlers_defaults", settings=DEFAULT)
 self_reclaim = _named(name="self_reclaim", consumers=("a",), messages=1, periods=3.0, lag=True)
 self_reclaim_defaults = _named(name="self_reclaim_defaults", consumers=("a",), messages=1, periods=3.0, lag=True,
                                settings=DEFAULT)
+stale_owner = _named(name="stale_owner", messages=1, periods=12.0, lag=True, lag_ms=450)
 not_done_first = _named(name="not_done_first", consumers=("a", "b"), messages=2, periods=1.5, not_done_first=(0, 1))
 pool_at_bound = _named(name="pool_at_bound", consumers=("a",), messages=5, periods=1.0)
 pool_at_bound_defaults = _named(name="pool_at_bound_defaults", consumers=("a",), messages=5, periods=1.0,
