@@ -92,16 +92,35 @@ def explore(scenario: Scenario, *, name: str = "scenario", strategy: str = "rand
             seed: int = 0, depth: int = 3, steps: int = 0, bound: int = 2, trace_dir: Path | None = None,
             validate: Callable[[list[Path]], dict[Path, str]] | None = None, stop_at_failure: bool = True,
             max_steps: int = 200_000, hang_s: float = 60.0, probes: int = 10,
-            progress: Callable[[Outcome], None] | None = None) -> Exploration:
+            progress: Callable[[Outcome], None] | None = None, batch: int = 10) -> Exploration:
     """Run `scenario` up to `runs` times under `strategy` (random, pct, exhaustive).
 
-    `validate` gets the trace files of every run that passed and returns, for each one not
-    accepted, its verdict: those runs fail too. PCT's `steps` (a run's number of steps with a
+    `validate` gets the trace files of every run that passed, `batch` runs at a time, and
+    returns, for each one not accepted, its verdict: those runs fail too (and the exploration
+    stops there, with `stop_at_failure`). PCT's `steps` (a run's number of steps with a
     choice, for its change points) defaults to a first random run's. Exhaustive search estimates its space
     with `probes` random runs first."""
     outcomes: list[Outcome] = []
     space = None
     total = 0
+    unchecked: list[Outcome] = []
+
+    def check_traces() -> bool:
+        """Validate the runs not yet checked; whether one of them failed its traces."""
+        if validate is None or not unchecked:
+            return False
+        paths = [t for o in unchecked if o.run.ok for t in o.traces]
+        verdicts = validate(paths) if paths else {}
+        for o in unchecked:
+            o.rejected = [f"{t.name}: {verdicts[t]}" for t in o.traces if t in verdicts]
+        unchecked.clear()
+        return any(o.rejected for o in outcomes)
+
+    def stop(o: Outcome) -> bool:
+        unchecked.append(o)
+        if o.run.failure is not None and stop_at_failure:
+            return True
+        return len(unchecked) >= batch and check_traces() and stop_at_failure
 
     def one(i: int, strat: Strategy, run_seed: int, desc: str) -> Outcome:
         nonlocal total
@@ -128,7 +147,7 @@ def explore(scenario: Scenario, *, name: str = "scenario", strategy: str = "rand
             o = one(i, strat, seed, f"exhaustive --bound {bound} --seed {seed} (schedule {i})")
             search.record(o.run)
             i += 1
-            if o.run.failure is not None and stop_at_failure:
+            if stop(o):
                 break
         space = (f"{search.describe()}; its size is about {estimate(products):,.0f} schedules "
                  f"(Knuth's estimate over {len(products)} random runs within the bound)")
@@ -138,13 +157,9 @@ def explore(scenario: Scenario, *, name: str = "scenario", strategy: str = "rand
             steps = max(1, sum(1 for s in first.steps if len(s.enabled) > 1))
         for i, (strat, run_seed) in enumerate(_strategies(strategy, runs, seed, depth, steps)):
             o = one(i, strat, run_seed, strat.describe())  # type: ignore[attr-defined]
-            if o.run.failure is not None and stop_at_failure:
+            if stop(o):
                 break
-    if validate is not None:
-        checked = [t for o in outcomes if o.run.ok for t in o.traces]
-        verdicts = validate(checked) if checked else {}
-        for o in outcomes:
-            o.rejected = [f"{t.name}: {verdicts[t]}" for t in o.traces if t in verdicts]
+    check_traces()
     return Exploration(name, strategy, outcomes, space, total)
 
 

@@ -208,9 +208,10 @@ class Controller:
                 break
         left = tuple(x.name for x in self.threads if not x.done)
         self._abandon()
-        for x in self.threads:
-            if x.real is not None and x.real is not threading.current_thread():
-                x.real.join(5.0)
+        if self.failure is None or self.failure.kind != "hang":  # a hung thread cannot be woken
+            for x in self.threads:
+                if x.real is not None and x.real is not threading.current_thread():
+                    x.real.join(5.0)
         return Run(list(self.steps), self.failure, left, self.now_ms(), self._value, list(self.states))
 
     def thread(self, target: Callable[[], Any], name: str) -> Thread:

@@ -12,6 +12,8 @@ writes the trace there.
     self_reclaim     one consumer whose heartbeat lags (a logged fault window) for a handler as
                      long as the visibility timeout, a permit free: the entry comes back to its
                      own poller as the handler finishes
+    close_while_active   two consumers; one closes while its handlers run (and renews until they return)
+    past_max_processing  two consumers, one handler past max_processing_ms (it keeps renewing)
     stale_owner      two consumers lagging for 1.5 visibility timeouts while one runs a long
                      handler: the other takes the entry over, and the stale owner's renewal
                      meets it when the lag ends
@@ -53,6 +55,7 @@ class QueueScenario:
     not_done_first: tuple[int, ...] = ()
     lag: bool = False  # every consumer's heartbeat lags (`Consumer.lag_heartbeat`) until the queue drains
     lag_ms: int = 0  # ... or for this long only
+    close_at_ms: int = 0  # the first consumer closes this long after the start (its handler still running)
     settings: Settings = SHORT
     gates: Gates = Gates()
 
@@ -106,6 +109,9 @@ def run(sc: QueueScenario, sync: Any) -> dict[str, Any]:
             sync.sleep(sc.lag_ms / 1000)
             for c in consumers:
                 c.resume_heartbeat()
+        if sc.close_at_ms:
+            sync.sleep(sc.close_at_ms / 1000)
+            consumers[0].close(timeout_s=_PATIENCE * sc.settings.visibility_timeout_ms / 1000)
         deadline = sync.clock.now_ms() + _PATIENCE * sc.settings.visibility_timeout_ms
         while queue.stream_length() > 0:
             if sync.clock.now_ms() > deadline:
@@ -153,6 +159,8 @@ long_handlers_defaults = _named(name="long_handlers_defaults", settings=DEFAULT)
 self_reclaim = _named(name="self_reclaim", consumers=("a",), messages=1, periods=3.0, lag=True)
 self_reclaim_defaults = _named(name="self_reclaim_defaults", consumers=("a",), messages=1, periods=3.0, lag=True,
                                settings=DEFAULT)
+close_while_active = _named(name="close_while_active", messages=2, close_at_ms=150)
+past_max_processing = _named(name="past_max_processing", messages=1, periods=25.0)
 stale_owner = _named(name="stale_owner", messages=1, periods=12.0, lag=True, lag_ms=450)
 not_done_first = _named(name="not_done_first", consumers=("a", "b"), messages=2, periods=1.5, not_done_first=(0, 1))
 pool_at_bound = _named(name="pool_at_bound", consumers=("a",), messages=5, periods=1.0)

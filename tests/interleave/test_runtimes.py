@@ -41,6 +41,8 @@ SCENARIOS = {
     "queue:pool_at_bound": queue.pool_at_bound,
     "queue:stale_owner": queue.stale_owner,
     "queue:not_done_first": queue.not_done_first,
+    "queue:close_while_active": queue.close_while_active,
+    "queue:past_max_processing": queue.past_max_processing,
 }
 
 
@@ -99,9 +101,6 @@ def test_a_default_heartbeat_period_past_the_visibility_timeout_is_found_by_the_
         _found_and_replayed(queue.long_handlers_defaults, tmp_path, "an entry invoked twice at once", runs=2)
 
 
-def test_the_heartbeat_gate_off_is_found(tmp_path: Path) -> None:
-    _found_and_replayed(dataclasses.replace(queue.long_handlers, gates=QueueGates(heartbeat=False)), tmp_path,
-                        "an entry invoked twice at once")
 
 
 def test_a_woken_run_not_put_first_is_found_on_busy_sqlite_nodes(tmp_path: Path) -> None:
@@ -136,3 +135,22 @@ def test_a_duplicate_check_made_without_the_heartbeat_lock_is_found_by_pct(tmp_p
         x = explore(queue.self_reclaim, strategy="pct", runs=100, trace_dir=tmp_path, validate=validate)
     assert x.failed, "not found in 100 PCT schedules"
     assert "invoke_start" in x.failed[0].failure.message and "duplicate_dropped" in x.failed[0].failure.message  # type: ignore[union-attr]
+
+
+@pytest.mark.tlc
+@pytest.mark.parametrize("gate, scenario, strategy", [
+    ("heartbeat", queue.long_handlers, "random"),
+    ("renew_owner_check", queue.stale_owner, "random"),
+    ("atomic_renew", queue.stale_owner, "random"),
+    ("permit_bound", queue.pool_at_bound, "random"),
+    ("renew_past_max_processing", queue.past_max_processing, "random"),
+    ("invocation_scoped_permits", queue.not_done_first, "random"),
+    ("local_dedup", queue.self_reclaim, "pct"),
+    ("close_waits_for_handlers", queue.close_while_active, "random"),
+    ("reclaim_retries", queue.not_done_first, "random"),
+])
+def test_the_queue_seed_s_guards_off_are_found(gate: str, scenario: Any, strategy: str, tmp_path: Path,
+                                               validate: Any) -> None:
+    sc = dataclasses.replace(scenario, gates=QueueGates(**{gate: False}))
+    x = explore(sc, strategy=strategy, runs=BUDGET, trace_dir=tmp_path, validate=validate)
+    assert x.failed, f"{gate} off: not found in {BUDGET} {strategy} schedules"
