@@ -22,6 +22,13 @@ writes the trace there.
     pool_at_bound    one consumer at its permit bound, more messages than permits
 
 Each with the tests' short settings and, `_defaults`, with `Settings()`.
+
+The command layer's scenarios (`CommandScenario`) run command processors as the consumers'
+handlers, an external system that takes its time, and a client that submits and cancels:
+
+    commands         two consumers, three commands, one cancelled while its attempt runs
+    commands_stale   the same with both heartbeats lagging past the guard TTL: a stale
+                     attempt's guard renewal races its refused put and its release
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from impl.workqueue import recording
+from impl.workqueue.command_store import TERMINAL, CommandStore
+from impl.workqueue.commands import CommandClient, CommandProcessor
 from impl.workqueue.config import Gates, Settings
 from impl.workqueue.consumer import Consumer, heartbeat_period_ms
 from impl.workqueue.core import Invocation
@@ -166,3 +175,94 @@ not_done_first = _named(name="not_done_first", consumers=("a", "b"), messages=2,
 pool_at_bound = _named(name="pool_at_bound", consumers=("a",), messages=5, periods=1.0)
 pool_at_bound_defaults = _named(name="pool_at_bound_defaults", consumers=("a",), messages=5, periods=1.0,
                                 settings=DEFAULT)
+
+
+@dataclass(frozen=True)
+class CommandScenario:
+    """Commands through the queue: how many, which one is cancelled and when, how long the
+    external call takes (in heartbeat periods), and a lag window over every consumer."""
+
+    name: str
+    consumers: tuple[str, ...] = ("a", "b")
+    commands: int = 3
+    cancel: tuple[int, int] = (1, 50)  # (command index, ms after the submissions); (-1, 0): none
+    call_periods: float = 2.5
+    lag_ms: int = 0
+    settings: Settings = SHORT
+    gates: Gates = Gates()
+
+    def __call__(self, sync: Any) -> dict[str, Any]:
+        return run_commands(self, sync)
+
+
+class _App:
+    """The external system: each call takes its time (virtual) and succeeds; calls are counted."""
+
+    def __init__(self, sync: Any, ms: float) -> None:
+        self.sync, self.ms = sync, ms
+        self.calls: dict[str, int] = {}
+
+    def call(self, cmd: str, payload: str) -> str:
+        self.calls[cmd] = self.calls.get(cmd, 0) + 1
+        self.sync.sleep(self.ms / 1000)
+        return "succeeded"
+
+    def check(self, cmd: str, payload: str) -> str:
+        return "succeeded"
+
+
+def run_commands(sc: CommandScenario, sync: Any) -> dict[str, Any]:
+    """Run command scenario `sc` on `sync`'s threads; returns each command's final status."""
+    with virtual_time(sync.clock):
+        client = fake_client()
+        queue = QueueStore(client, "interleave", explicit_ids=True)
+        cstore = CommandStore(client, "interleave", faults=queue.faults)
+        shared_queue, shared_cmds = sync.calls(queue, "redis"), sync.calls(cstore, "redis")
+        app = _App(sync, sc.call_periods * heartbeat_period_ms(sc.settings))
+        consumers = []
+        for n in sc.consumers:
+            proc = CommandProcessor(shared_cmds, n, sync.clock, sc.settings, sc.gates, app, sync=sync)
+            consumers.append(Consumer(shared_queue, n, proc.handle, settings=sc.settings, gates=sc.gates,
+                                      clock=sync.clock, sync=sync))
+        sync.observe(lambda: f"{cstore.statuses()} calls {app.calls}")
+        cli = CommandClient(shared_queue, shared_cmds, "client", sync.clock, sc.settings, sc.gates)
+        cmds = [f"c{i}" for i in range(sc.commands)]
+        for c in consumers:
+            c.start()
+        for cmd in cmds:
+            cli.submit(cmd, f"job {cmd}")
+        if sc.lag_ms:
+            for c in consumers:
+                c.lag_heartbeat()
+        index, at = sc.cancel
+        if index >= 0:
+            sync.sleep(at / 1000)
+            cli.cancel(cmds[index])
+        if sc.lag_ms:
+            sync.sleep(max(0, sc.lag_ms - (at if index >= 0 else 0)) / 1000)
+            for c in consumers:
+                c.resume_heartbeat()
+        deadline = sync.clock.now_ms() + _PATIENCE * sc.settings.visibility_timeout_ms
+        while queue.stream_length() > 0 or any(cstore.status(c) not in TERMINAL for c in cmds):
+            if sync.clock.now_ms() > deadline:
+                raise AssertionError(f"commands unfinished after {_PATIENCE} visibility timeouts (virtual): "
+                                     f"{cstore.statuses()}, {queue.stream_length()} messages left")
+            sync.sleep(sc.settings.poll_interval_ms / 1000)
+        for c in consumers:
+            if not c.close(timeout_s=_PATIENCE * sc.settings.visibility_timeout_ms / 1000):
+                raise AssertionError(f"consumer {c.name} still ran handlers at its close's timeout")
+        errors = [repr(e) for c in consumers for e in c.errors]
+        if errors:
+            raise AssertionError(f"the consumers' threads failed: {errors}")
+        if not sc.lag_ms:  # without a fault, near-exactly-once: one external call per command
+            twice = {c: k for c, k in app.calls.items() if k > 1}
+            if twice:
+                raise AssertionError(f"external calls made twice without a fault: {twice}")
+        if getattr(sync, "trace_dir", None):
+            recording.export(Path(sync.trace_dir) / f"{sc.name}.ndjson", queue, system="command",
+                             settings=sc.settings, gates=sc.gates, nodes=["client", *sc.consumers], run=sc.name)
+        return {c: cstore.status(c) for c in cmds}
+
+
+commands = CommandScenario(name="commands")
+commands_stale = CommandScenario(name="commands_stale", call_periods=4.5, lag_ms=450)
