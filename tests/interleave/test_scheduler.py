@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from conformance.interleave.exhaustive import Exhaustive, estimate, probe
 from conformance.interleave.explore import explore, load_schedule, run_once, save_schedule
 from conformance.interleave.primitives import Controlled
-from conformance.interleave.strategies import PCT, Drawn, RandomWalk, Replay
+from conformance.interleave.strategies import Drawn, RandomWalk, Replay
 
 
 def counter(locked: bool, rounds: int = 2) -> Callable[[Controlled], int]:
