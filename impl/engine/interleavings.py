@@ -88,11 +88,21 @@ def _signal_when_there(node: Node, wf: str, times: int) -> Generator[Any, Any, A
 
 
 def _wait(sync: Any, boxes: list[dict[str, Any]], what: str) -> None:
+    _until(sync, lambda: all(b["done"] for b in boxes), f"{what}: a caller was not answered")
+
+
+def _until(sync: Any, done: Callable[[], bool], failure: str) -> None:
     deadline = sync.clock.now_ms() + _PATIENCE_MS
-    while not all(b["done"] for b in boxes):
+    while not done():
         if sync.clock.now_ms() > deadline:
-            raise AssertionError(f"{what}: a caller was not answered within {_PATIENCE_MS} ms (virtual)")
+            raise AssertionError(f"{failure} within {_PATIENCE_MS} ms (virtual)")
         sync.sleep(_WAIT_S)
+
+
+def _quiescent(store: Store, wfs: list[str], nodes: dict[str, Node], monitors: list[Any]) -> bool:
+    return (all(store.get_task(TaskKey(WORKFLOW_OWNER, wf)) is None for wf in wfs)
+            and not any(len(n.queue) for n in nodes.values())
+            and not any(m.running() for m in monitors))
 
 
 def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
@@ -122,6 +132,10 @@ def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
                for wf, box in starts.items() if "value" in box}
     _wait(sync, list(results.values()), "results")
     told.update({f"result {wf}": _told(box) for wf, box in results.items()})
+    # Drained before the stop: no row left, no copy queued, no run going on (the fetch loops
+    # only). The trace says so, and TraceEngine then requires every caller answered, every
+    # signal scheduled and the work done at its end.
+    _until(sync, lambda: _quiescent(store, wfs, nodes, monitors), "the run did not drain (a row, a queued copy or a run left)")
     for rt in runtimes.values():
         rt.stop()
     errors = [repr(e) for rt in runtimes.values() for e in rt.errors]
@@ -133,7 +147,7 @@ def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
         raise AssertionError(f"workflows not completed: {unfinished}")
     if getattr(sync, "trace_dir", None):
         write_traces(backend.read_events(), Path(sync.trace_dir), gates=sc.gates, settings=sc.settings,
-                     nodes=list(sc.nodes), run=sc.name)
+                     nodes=list(sc.nodes), run=sc.name, drained=True)
     return told
 
 
