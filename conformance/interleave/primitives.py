@@ -12,6 +12,7 @@ the event set, the thread ended), or, with a timeout, until the virtual clock re
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
@@ -263,6 +264,7 @@ class Controlled:
         self.controller = ctl
         self.clock = _Clock(ctl)
         self.rng = random.Random(seed)
+        self.trace_dir: Path | None = None  # where the scenario writes this run's traces (None: nowhere)
 
     def Lock(self) -> Lock:
         return Lock(self.controller)
