@@ -40,7 +40,9 @@ def _allowed(preempts: int, current: str | None, v: str, bound: int) -> bool:
     return preempts + (current is not None and v != current) <= bound
 
 
-def _node_of(ctl: Controller, enabled: list[Thread], preempts: int) -> tuple[tuple[str, ...], str | None, dict]:
+def _node_of(ctl: Controller, enabled: list[Thread]) -> tuple[tuple[str, ...], str | None, dict[str, tuple[str, str]]]:
+    """The enabled threads' names, the one that reached the point (if enabled), and each one's
+    pending point as (kind, object)."""
     names = tuple(t.name for t in enabled)
     cur = ctl.current.name if ctl.current is not None and ctl.current in enabled else None
     ops = {t.name: (t.point.kind, t.point.obj) if t.point else ("?", t.name) for t in enabled}
@@ -61,7 +63,7 @@ class _Guided:
     def choose(self, ctl: Controller, enabled: list[Thread]) -> Thread:
         i, self._i = self._i, self._i + 1
         stack = self.search.stack
-        names, cur, ops = _node_of(ctl, enabled, self._preempts)
+        names, cur, ops = _node_of(ctl, enabled)
         by_name = {t.name: t for t in enabled}
         if i < len(self.prefix):
             node = stack[i]
