@@ -17,6 +17,13 @@ answer, stops the runtimes and, when `sync.trace_dir` is set, writes the store's
 
 Each comes with the tests' short settings and the defaults (`Settings()`); `store` is
 `memory` (the twin) or `sqlite` (a file under the trace folder, or a temporary one).
+
+Besides the run monitor's invariant (no workflow run twice at once), every scenario checks at
+each store write the half of a step that lives in memory and that no trace line shows: an
+in-memory schedule's backstop write and a fetch's lease are made only when no copy of the
+workflow is queued on that node (`tla/Engine.tla`'s ScheduleInMemory and Fetch; a trace
+explains a copy that is there by the taker's having taken it, so only this check sees a
+check-write-push made without the workflow's lock).
 """
 
 from __future__ import annotations
@@ -74,6 +81,51 @@ def _backend(sc: EngineScenario, sync: Any) -> Any:
     return open_backend(f"sqlite:///{folder / 'engine.db'}")
 
 
+class StepGuards:
+    """`store`, checking the in-memory guard of the steps it commits for a node: no copy of the
+    workflow queued on that node at an in-memory schedule's write or a fetch's lease. What it
+    saw wrong is kept in `broken` (the scenario's invariant raises it at the next point)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.queues: dict[str, Any] = {}  # node name -> its ExecutionQueue
+        self.broken: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def schedule(self, node: str, now: Any, request: Any, *, in_memory: bool = False,
+                 honour_check: bool = True) -> Any:
+        if in_memory:
+            self._no_copy(node, request.task_id, "schedule_in_memory", "ScheduleInMemory")
+        return self._store.schedule(node, now, request, in_memory=in_memory, honour_check=honour_check)
+
+    def fetch(self, node: str, now: Any, seen: Any) -> Any:
+        queued = self._queued(node, seen.task_id)
+        leased = self._store.fetch(node, now, seen)
+        if leased is not None and queued:  # a fetch that leased nothing took no step
+            self._broken(node, seen.task_id, "fetch", "Fetch")
+        return leased
+
+    def _queued(self, node: str, wf: str) -> bool:
+        queue = self.queues.get(node)
+        return queue is not None and queue.contains(wf)
+
+    def _no_copy(self, node: str, wf: str, op: str, action: str) -> None:
+        if self._queued(node, wf):
+            self._broken(node, wf, op, action)
+
+    def _broken(self, node: str, wf: str, op: str, action: str) -> None:
+        self.broken.append(f"{node}'s {op} of {wf} was made with a copy of {wf} queued on {node} "
+                               f"(tla/Engine.tla's {action} needs none: the check, the write and the push "
+                               "are one step under the workflow's lock)")
+
+    def check(self) -> None:
+        """Raise what was seen wrong (an invariant of the scenario)."""
+        if self.broken:
+            raise AssertionError(f"StepGuards: {self.broken[0]}")
+
+
 def _signal_when_there(node: Node, wf: str, times: int) -> Generator[Any, Any, Any]:
     """A caller signalling a workflow that another caller is starting, `times` times, one
     call after another (the spec's callers make one call at a time per node and workflow): it
@@ -109,10 +161,13 @@ def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
     """Run scenario `sc` on `sync`'s threads; returns what each caller was told."""
     backend = _backend(sc, sync)
     store = Store(backend, lease_ms=sc.settings.lease_ms, bump=sc.gates.bump_task_version_on_honored_lease)
-    shared = sync.calls(store, "store", cost_ms=sc.cost_ms)  # every transaction a point
+    guards = StepGuards(store)
+    shared = sync.calls(guards, "store", cost_ms=sc.cost_ms)  # every transaction a point
     nodes = {n: Node(n, shared, sync.clock, gates=sc.gates, settings=sc.settings, sync=sync) for n in sc.nodes}
+    guards.queues = {name: node.queue for name, node in nodes.items()}
     monitors = [n.monitor for n in nodes.values()]
     sync.invariant(lambda: _one_run_at_a_time(monitors))
+    sync.invariant(guards.check)
     wfs = [f"wf{i + 1}" for i in range(sc.workflows)]
     sync.observe(lambda: _describe(store, wfs, monitors))
     stalls = Stalls({"wf1": sc.stall_ms}) if sc.stall_ms else None
