@@ -11,6 +11,9 @@ answer, stops the runtimes and, when `sync.trace_dir` is set, writes the store's
     renewals_under_signals  one node: a handler across its renewals while signals bump the row
     two_nodes               a start on n1, signals from n2, both fetch loops, a handler across
                             renewals and a finish stalled past its lease
+    stranded_start          n1 crashes between its start's two writes (a stall, then the crash)
+                            and n2 starts the workflow again: the stranded start's recovery
+                            (stalled_start: n1 is only stalled, past a lease, and comes back)
     busy_sqlite_nodes       two SQLite nodes (one worker each) with six workflows whose handlers
                             span renewals, store calls taking 5 ms: a woken run competes with
                             the node's starts, signals and fetches for its one thread
@@ -64,6 +67,11 @@ class EngineScenario:
     nodes: tuple[str, ...] = ("n1",)
     work_ms: int = 0  # each handler run's length (the engine sleeps it, renewing its lease)
     stall_ms: int = 0  # wf1's finishing call stalls this long (past its lease)
+    # The first node's start of wf1 stalls this long between its two writes, and the last node
+    # starts wf1 again meanwhile: it finds the start stranded (an instance, no row). With
+    # `crash_in_start` the first node crashes inside the stall.
+    start_stall_ms: int = 0
+    crash_in_start: bool = False
     cost_ms: float = 0  # each store call's time (virtual): the node's other fibers go on meanwhile
     settings: Settings = SHORT
     store: str = "memory"
@@ -170,20 +178,36 @@ def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
     sync.invariant(guards.check)
     wfs = [f"wf{i + 1}" for i in range(sc.workflows)]
     sync.observe(lambda: _describe(store, wfs, monitors))
-    stalls = Stalls({"wf1": sc.stall_ms}) if sc.stall_ms else None
+    if sc.start_stall_ms or sc.crash_in_start:  # with a crash, a stall no one outlives
+        ms = _PATIENCE_MS if sc.crash_in_start else sc.start_stall_ms
+        stalls: Stalls | None = Stalls({"wf1": ms}, {"wf1": ("schedule_in_memory",)})
+    else:
+        stalls = Stalls({"wf1": sc.stall_ms}) if sc.stall_ms else None
     runtimes = {n: NodeRuntime(node, stalls if n == sc.nodes[0] else None, workers=workers_for(backend))
                 for n, node in nodes.items()}
     for rt in runtimes.values():
         rt.start()
     first = nodes[sc.nodes[0]]
     signaller = nodes[sc.signal_node]
-    input = {"work_ms": sc.work_ms} if sc.work_ms else {}
+    input: dict[str, Any] = {"work_ms": sc.work_ms} if sc.work_ms else {}
+    if not sc.signals:
+        input["approved"] = True  # no signal comes: the first run completes it
     starts = {wf: runtimes[first.name].submit(first.start(wf, "approval", input), f"start {wf}") for wf in wfs}
     signals = [runtimes[signaller.name].submit(_signal_when_there(signaller, wf, sc.signals), f"signals {wf}")
                for wf in wfs if sc.signals]
+    asked = {wf: first for wf in wfs}  # the node whose start answered each workflow's caller
+    if sc.start_stall_ms or sc.crash_in_start:
+        assert stalls is not None
+        _until(sync, lambda: "wf1" in stalls.stalled, "the start did not reach its second write")
+        if sc.crash_in_start:
+            _crash(first, runtimes.pop(first.name), ["wf1"], sync)
+            del nodes[first.name]
+        again = nodes[sc.nodes[-1]]
+        starts["wf1"] = runtimes[again.name].submit(again.start("wf1", "approval", input), "start wf1 again")
+        asked["wf1"] = again
     _wait(sync, [*starts.values(), *signals], "starts and signals")
     told: dict[str, Any] = {f"start {wf}": _told(box) for wf, box in starts.items()}
-    results = {wf: runtimes[first.name].submit(first.result(box["value"]), f"result {wf}")
+    results = {wf: runtimes[asked[wf].name].submit(asked[wf].result(box["value"]), f"result {wf}")
                for wf, box in starts.items() if "value" in box}
     _wait(sync, list(results.values()), "results")
     told.update({f"result {wf}": _told(box) for wf, box in results.items()})
@@ -204,6 +228,15 @@ def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
         write_traces(backend.read_events(), Path(sync.trace_dir), gates=sc.gates, settings=sc.settings,
                      nodes=list(sc.nodes), run=sc.name, drained=True)
     return told
+
+
+def _crash(node: Node, runtime: NodeRuntime, wfs: list[str], sync: Any) -> None:
+    """`node` crashes: a crash line in each workflow it held a call of, its runtime's threads
+    stop (its fibers end where they stand) and its memory is lost. It does not come back."""
+    for wf in wfs:
+        node.store.line(node.name, sync.clock.now_ms, wf, "crash", "injected")
+    runtime.stop()
+    node.crash()
 
 
 def _told(box: dict[str, Any]) -> str:
@@ -257,6 +290,10 @@ two_nodes_defaults = _named(name="two_nodes_defaults", nodes=("n1", "n2"), signa
                             work_ms=2_500, stall_ms=1_500, cost_ms=1, settings=DEFAULT)
 busy_sqlite_nodes = _named(name="busy_sqlite_nodes", nodes=("n1", "n2"), signal_node="n2", workflows=6, signals=1,
                            work_ms=500, cost_ms=5, store="sqlite")
+stranded_start = _named(name="stranded_start", nodes=("n1", "n2"), signals=0, crash_in_start=True, cost_ms=1)
+stalled_start = _named(name="stalled_start", nodes=("n1", "n2"), signals=0, start_stall_ms=300, work_ms=500, cost_ms=1)
+stranded_start_defaults = _named(name="stranded_start_defaults", nodes=("n1", "n2"), signals=0, crash_in_start=True,
+                                 cost_ms=1, settings=DEFAULT)
 signals_in_memory = _named(name="signals_in_memory", signals=3, work_ms=500, cost_ms=1,
                            gates=Gates(force_signal_workflow_exec_in_scheduler=False))
 signals_in_memory_two_nodes = _named(name="signals_in_memory_two_nodes", nodes=("n1", "n2"), signals=2, work_ms=500,
