@@ -14,6 +14,8 @@ answer, stops the runtimes and, when `sync.trace_dir` is set, writes the store's
     stranded_start          n1 crashes between its start's two writes (a stall, then the crash)
                             and n2 starts the workflow again: the stranded start's recovery
                             (stalled_start: n1 is only stalled, past a lease, and comes back)
+    failing                 two nodes, a workflow that fails its first delivery (a retry) and one
+                            that always fails (retries, then a dead letter)
     busy_sqlite_nodes       two SQLite nodes (one worker each) with six workflows whose handlers
                             span renewals, store calls taking 5 ms: a woken run competes with
                             the node's starts, signals and fetches for its one thread
@@ -42,8 +44,8 @@ from impl.engine.effects import Sleep
 from impl.engine.errors import UnknownWorkflow
 from impl.engine.export import write_traces
 from impl.engine.faults import Stalls
-from impl.engine.model import COMPLETED, WORKFLOW_OWNER, Gates, Settings, TaskKey
-from impl.engine.node import Node
+from impl.engine.model import COMPLETED, FAILED, WORKFLOW_OWNER, Gates, Settings, TaskKey
+from impl.engine.node import Node, WorkflowFailed
 from impl.engine.store import Store
 from impl.engine.threads import NodeRuntime, workers_for
 from impl.engine.urls import open_backend
@@ -72,6 +74,9 @@ class EngineScenario:
     # `crash_in_start` the first node crashes inside the stall.
     start_stall_ms: int = 0
     crash_in_start: bool = False
+    # Each workflow's type, in order (the rest are approvals): `flaky` fails its first delivery
+    # (a retry), `poison` every one (retries, then a dead letter and a FAILED instance).
+    kinds: tuple[str, ...] = ()
     cost_ms: float = 0  # each store call's time (virtual): the node's other fibers go on meanwhile
     settings: Settings = SHORT
     store: str = "memory"
@@ -160,7 +165,7 @@ def _until(sync: Any, done: Callable[[], bool], failure: str) -> None:
 
 
 def _quiescent(store: Store, wfs: list[str], nodes: dict[str, Node], monitors: list[Any]) -> bool:
-    return (all(store.get_task(TaskKey(WORKFLOW_OWNER, wf)) is None for wf in wfs)
+    return (all((t := store.get_task(TaskKey(WORKFLOW_OWNER, wf))) is None or t.status == FAILED for wf in wfs)
             and not any(len(n.queue) for n in nodes.values())
             and not any(m.running() for m in monitors))
 
@@ -192,7 +197,8 @@ def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
     input: dict[str, Any] = {"work_ms": sc.work_ms} if sc.work_ms else {}
     if not sc.signals:
         input["approved"] = True  # no signal comes: the first run completes it
-    starts = {wf: runtimes[first.name].submit(first.start(wf, "approval", input), f"start {wf}") for wf in wfs}
+    kind = {wf: sc.kinds[i] if i < len(sc.kinds) else "approval" for i, wf in enumerate(wfs)}
+    starts = {wf: runtimes[first.name].submit(first.start(wf, kind[wf], input), f"start {wf}") for wf in wfs}
     signals = [runtimes[signaller.name].submit(_signal_when_there(signaller, wf, sc.signals), f"signals {wf}")
                for wf in wfs if sc.signals]
     asked = {wf: first for wf in wfs}  # the node whose start answered each workflow's caller
@@ -211,17 +217,23 @@ def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
                for wf, box in starts.items() if "value" in box}
     _wait(sync, list(results.values()), "results")
     told.update({f"result {wf}": _told(box) for wf, box in results.items()})
-    # Drained before the stop: no row left, no copy queued, no run going on (the fetch loops
+    # Drained before the stop: no row left (but dead letters), no copy queued, no run going on (the fetch loops
     # only). The trace says so, and TraceEngine then requires every caller answered, every
     # signal scheduled and the work done at its end.
     _until(sync, lambda: _quiescent(store, wfs, nodes, monitors), "the run did not drain (a row, a queued copy or a run left)")
     for rt in runtimes.values():
         rt.stop()
-    errors = [repr(e) for rt in runtimes.values() for e in rt.errors]
+    # A poison workflow's caller is told it failed (WorkflowFailed): that is its answer, not a
+    # fault of the runtime (what each caller was told is checked below and by the trace).
+    errors = [repr(e) for rt in runtimes.values() for e in rt.errors if not isinstance(e, WorkflowFailed)]
+    wrong = {wf: told[f"result {wf}"] for wf in results
+             if told[f"result {wf}"] != ("error WorkflowFailed" if kind[wf] == "poison" else "value")}
+    if wrong:
+        raise AssertionError(f"callers told the wrong result: {wrong}")
     if errors:
         raise AssertionError(f"the runtimes' fibers failed: {errors}")
     unfinished = {wf: inst.status if inst else None for wf in wfs
-                  if (inst := store.get_instance(wf)) is None or inst.status != COMPLETED}
+                  if (inst := store.get_instance(wf)) is None or inst.status != (FAILED if kind[wf] == "poison" else COMPLETED)}
     if unfinished:
         raise AssertionError(f"workflows not completed: {unfinished}")
     if getattr(sync, "trace_dir", None):
@@ -292,6 +304,7 @@ busy_sqlite_nodes = _named(name="busy_sqlite_nodes", nodes=("n1", "n2"), signal_
                            work_ms=500, cost_ms=5, store="sqlite")
 stranded_start = _named(name="stranded_start", nodes=("n1", "n2"), signals=0, crash_in_start=True, cost_ms=1)
 stalled_start = _named(name="stalled_start", nodes=("n1", "n2"), signals=0, start_stall_ms=300, work_ms=500, cost_ms=1)
+failing = _named(name="failing", nodes=("n1", "n2"), workflows=2, signals=0, kinds=("flaky", "poison"), cost_ms=1)
 stranded_start_defaults = _named(name="stranded_start_defaults", nodes=("n1", "n2"), signals=0, crash_in_start=True,
                                  cost_ms=1, settings=DEFAULT)
 signals_in_memory = _named(name="signals_in_memory", signals=3, work_ms=500, cost_ms=1,

@@ -38,6 +38,7 @@ SCENARIOS = {
     "engine:start_signal_fetch_in_memory": engine.start_signal_fetch_in_memory,
     "engine:stranded_start": engine.stranded_start,
     "engine:stalled_start": engine.stalled_start,
+    "engine:failing": engine.failing,
     "queue:long_handlers": queue.long_handlers,
     "queue:self_reclaim": queue.self_reclaim,
     "queue:pool_at_bound": queue.pool_at_bound,
