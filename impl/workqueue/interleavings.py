@@ -20,6 +20,13 @@ writes the trace there.
     not_done_first   two consumers whose handlers say "not done" the first time: released
                      entries come back after a visibility timeout, to either
     pool_at_bound    one consumer at its permit bound, more messages than permits
+    executor_rejects one consumer whose executor refuses every hand-off for its first 50 ms (a
+                     saturated executor, `ThreadExecutor.reject_all`; each refusal a `reject`
+                     fault line): the refused entries stay pending and come back after a
+                     visibility timeout, so every permit must come back with each refusal
+    ack_fails        two consumers, the run's first ack fails (the fault plan: an `ack_fail`
+                     line, nothing commits): the entry stays pending and is acked on its
+                     redelivery, so the failed ack must still end its invocation
 
 Each with the tests' short settings and, `_defaults`, with `Settings()`.
 
@@ -44,6 +51,7 @@ from impl.workqueue.commands import CommandClient, CommandProcessor
 from impl.workqueue.config import Gates, Settings
 from impl.workqueue.consumer import Consumer, heartbeat_period_ms
 from impl.workqueue.core import Invocation
+from impl.workqueue.errors import StoreFault
 from impl.workqueue.sim_redis import fake_client, virtual_time
 from impl.workqueue.store import GROUP, QueueStore
 
@@ -65,6 +73,8 @@ class QueueScenario:
     lag: bool = False  # every consumer's heartbeat lags (`Consumer.lag_heartbeat`) until the queue drains
     lag_ms: int = 0  # ... or for this long only
     close_at_ms: int = 0  # the first consumer closes this long after the start (its handler still running)
+    reject_ms: int = 0  # every consumer's executor refuses every hand-off for this long from the start
+    ack_faults: int = 0  # the run's first acks (by any consumer) that fail without committing
     settings: Settings = SHORT
     gates: Gates = Gates()
 
@@ -105,15 +115,23 @@ def run(sc: QueueScenario, sync: Any) -> dict[str, Any]:
         shared = sync.calls(queue, "redis")
         for i in range(sc.messages):
             queue.offer("producer", sync.clock.now_ms(), f"m{i}")
+        if sc.ack_faults:
+            queue.faults.fail("ack", None, times=sc.ack_faults)  # logged as `ack_fail` lines as they fire
         h = _Handlers(sc, sync)
         consumers = [Consumer(shared, n, h.handler(n), settings=sc.settings, gates=sc.gates, clock=sync.clock, sync=sync)
                      for n in sc.consumers]
         sync.invariant(lambda: _checks(h, consumers, sc))
         sync.observe(lambda: _describe(client, queue, h))
         for c in consumers:
+            # A shut-down (or saturated) executor: the consumer logs each refusal as a `reject` line.
+            c.executor.reject_all = sc.reject_ms > 0
             c.start()
             if sc.lag:
                 c.lag_heartbeat()
+        if sc.reject_ms:
+            sync.sleep(sc.reject_ms / 1000)
+            for c in consumers:
+                c.executor.reject_all = False
         if sc.lag and sc.lag_ms:
             sync.sleep(sc.lag_ms / 1000)
             for c in consumers:
@@ -132,13 +150,19 @@ def run(sc: QueueScenario, sync: Any) -> dict[str, Any]:
                 c.resume_heartbeat()
             if not c.close(timeout_s=_PATIENCE * sc.settings.visibility_timeout_ms / 1000):
                 raise AssertionError(f"consumer {c.name} still ran handlers at its close's timeout")
-        errors = [repr(e) for c in consumers for e in c.errors]
+        errors = [repr(e) for c in consumers for e in c.errors if not _injected(e)]
         if errors:
             raise AssertionError(f"the consumers' threads failed: {errors}")
         if getattr(sync, "trace_dir", None):
             recording.export(Path(sync.trace_dir) / f"{sc.name}.ndjson", queue, system="workqueue",
                              settings=sc.settings, gates=sc.gates, nodes=["producer", *sc.consumers], run=sc.name)
         return dict(sorted(h.calls.items()))
+
+
+def _injected(exc: BaseException) -> bool:
+    """Whether `exc` is a fault the scenario's plan injected (its consumer notes the failed
+    step, as it would a lost connection's): not a failure of the threads."""
+    return isinstance(exc, StoreFault) and str(exc).startswith("injected fault:")
 
 
 def _describe(client: Any, queue: QueueStore, h: _Handlers) -> str:
@@ -175,6 +199,8 @@ not_done_first = _named(name="not_done_first", consumers=("a", "b"), messages=2,
 pool_at_bound = _named(name="pool_at_bound", consumers=("a",), messages=5, periods=1.0)
 pool_at_bound_defaults = _named(name="pool_at_bound_defaults", consumers=("a",), messages=5, periods=1.0,
                                 settings=DEFAULT)
+executor_rejects = _named(name="executor_rejects", consumers=("a",), messages=3, periods=1.0, reject_ms=50)
+ack_fails = _named(name="ack_fails", messages=2, periods=1.0, ack_faults=1)
 
 
 @dataclass(frozen=True)
