@@ -36,6 +36,9 @@ handlers, an external system that takes its time, and a client that submits and 
     commands         two consumers, three commands, one cancelled while its attempt runs
     commands_stale   the same with both heartbeats lagging past the guard TTL: a stale
                      attempt's guard renewal races its refused put and its release
+    commands_cancelled_queued  two consumers, two commands, one cancelled before any consumer
+                     starts (its message still queued): its delivery finds it terminal and only
+                     acks; it must stay CANCELLED, as its client was told
 """
 
 from __future__ import annotations
@@ -214,6 +217,7 @@ class CommandScenario:
     cancel: tuple[int, int] = (1, 50)  # (command index, ms after the submissions); (-1, 0): none
     call_periods: float = 2.5
     lag_ms: int = 0
+    cancel_queued: bool = False  # the cancel comes before any consumer starts (the message queued)
     settings: Settings = SHORT
     gates: Gates = Gates()
 
@@ -222,11 +226,13 @@ class CommandScenario:
 
 
 class _App:
-    """The external system: each call takes its time (virtual) and succeeds; calls are counted."""
+    """The external system: each call takes its time (virtual) and succeeds; calls, and the
+    questions how a command ended (`check`), are counted."""
 
     def __init__(self, sync: Any, ms: float) -> None:
         self.sync, self.ms = sync, ms
         self.calls: dict[str, int] = {}
+        self.checks: dict[str, int] = {}
 
     def call(self, cmd: str, payload: str) -> str:
         self.calls[cmd] = self.calls.get(cmd, 0) + 1
@@ -234,6 +240,7 @@ class _App:
         return "succeeded"
 
     def check(self, cmd: str, payload: str) -> str:
+        self.checks[cmd] = self.checks.get(cmd, 0) + 1
         return "succeeded"
 
 
@@ -253,17 +260,23 @@ def run_commands(sc: CommandScenario, sync: Any) -> dict[str, Any]:
         sync.observe(lambda: f"{cstore.statuses()} calls {app.calls}")
         cli = CommandClient(shared_queue, shared_cmds, "client", sync.clock, sc.settings, sc.gates)
         cmds = [f"c{i}" for i in range(sc.commands)]
-        for c in consumers:
-            c.start()
+        index, at = sc.cancel
+        told = ""  # what the client's cancel answered
+        if not sc.cancel_queued:
+            for c in consumers:
+                c.start()
         for cmd in cmds:
             cli.submit(cmd, f"job {cmd}")
+        if sc.cancel_queued:
+            told = cli.cancel(cmds[index])
+            for c in consumers:
+                c.start()
         if sc.lag_ms:
             for c in consumers:
                 c.lag_heartbeat()
-        index, at = sc.cancel
-        if index >= 0:
+        if index >= 0 and not sc.cancel_queued:
             sync.sleep(at / 1000)
-            cli.cancel(cmds[index])
+            told = cli.cancel(cmds[index])
         if sc.lag_ms:
             sync.sleep(max(0, sc.lag_ms - (at if index >= 0 else 0)) / 1000)
             for c in consumers:
@@ -284,6 +297,10 @@ def run_commands(sc: CommandScenario, sync: Any) -> dict[str, Any]:
             twice = {c: k for c, k in app.calls.items() if k > 1}
             if twice:
                 raise AssertionError(f"external calls made twice without a fault: {twice}")
+        if told == "cancelled" and cstore.status(cmds[index]) != "CANCELLED":
+            # The client was told its command is cancelled: no attempt may finish it otherwise.
+            raise AssertionError(f"{cmds[index]} was cancelled (the client was told so) and ended "
+                                 f"{cstore.status(cmds[index])}; external calls {app.calls}, checks {app.checks}")
         if getattr(sync, "trace_dir", None):
             recording.export(Path(sync.trace_dir) / f"{sc.name}.ndjson", queue, system="command",
                              settings=sc.settings, gates=sc.gates, nodes=["client", *sc.consumers], run=sc.name)
@@ -292,3 +309,5 @@ def run_commands(sc: CommandScenario, sync: Any) -> dict[str, Any]:
 
 commands = CommandScenario(name="commands")
 commands_stale = CommandScenario(name="commands_stale", call_periods=4.5, lag_ms=450)
+commands_cancelled_queued = CommandScenario(name="commands_cancelled_queued", commands=2, cancel=(1, 0),
+                                            cancel_queued=True)

@@ -47,6 +47,7 @@ SCENARIOS = {
     "queue:ack_fails": queue.ack_fails,
     "queue:commands": queue.commands,
     "queue:commands_stale": queue.commands_stale,
+    "queue:commands_cancelled_queued": queue.commands_cancelled_queued,
 }
 
 
@@ -156,6 +157,7 @@ def test_a_duplicate_check_made_without_the_heartbeat_lock_is_found_by_pct(tmp_p
     ("cleanup_on_ack_failure", queue.ack_fails, "random"),
     ("attempt_guard", queue.commands_stale, "random"),
     ("cancel_takes_guard", queue.commands, "random"),
+    ("terminal_check", queue.commands_cancelled_queued, "random"),
 ])
 def test_the_queue_seed_s_guards_off_are_found(gate: str, scenario: Any, strategy: str, tmp_path: Path,
                                                validate: Any) -> None:
