@@ -39,6 +39,10 @@ handlers, an external system that takes its time, and a client that submits and 
     commands_cancelled_queued  two consumers, two commands, one cancelled before any consumer
                      starts (its message still queued): its delivery finds it terminal and only
                      acks; it must stay CANCELLED, as its client was told
+    commands_stale_write  two consumers, one command; the attempt about to write PROCESSING
+                     stalls there (after its owner read, when the write is the two-step one), its
+                     process paused past the guard TTL: the peer reclaims the entry, takes the
+                     guard and finishes the command, and the stale write must be refused
 """
 
 from __future__ import annotations
@@ -218,6 +222,11 @@ class CommandScenario:
     call_periods: float = 2.5
     lag_ms: int = 0
     cancel_queued: bool = False  # the cancel comes before any consumer starts (the message queued)
+    # The first attempt about to write this status stalls just before the write (the
+    # processor's `before_write` hook: after its owner read when the write is the two-step one),
+    # its consumer paused meanwhile (a logged window), for `stall_ms`.
+    stall_before: str = ""
+    stall_ms: int = 0
     settings: Settings = SHORT
     gates: Gates = Gates()
 
@@ -253,10 +262,14 @@ def run_commands(sc: CommandScenario, sync: Any) -> dict[str, Any]:
         shared_queue, shared_cmds = sync.calls(queue, "redis"), sync.calls(cstore, "redis")
         app = _App(sync, sc.call_periods * heartbeat_period_ms(sc.settings))
         consumers = []
+        stalls: list[str] = []  # the consumers whose attempt stalled before its write (one at most)
         for n in sc.consumers:
             proc = CommandProcessor(shared_cmds, n, sync.clock, sc.settings, sc.gates, app, sync=sync)
-            consumers.append(Consumer(shared_queue, n, proc.handle, settings=sc.settings, gates=sc.gates,
-                                      clock=sync.clock, sync=sync))
+            consumer = Consumer(shared_queue, n, proc.handle, settings=sc.settings, gates=sc.gates,
+                                clock=sync.clock, sync=sync)
+            if sc.stall_before:
+                proc.before_write = _stall(sc, sync, consumer, stalls)
+            consumers.append(consumer)
         sync.observe(lambda: f"{cstore.statuses()} calls {app.calls}")
         cli = CommandClient(shared_queue, shared_cmds, "client", sync.clock, sc.settings, sc.gates)
         cmds = [f"c{i}" for i in range(sc.commands)]
@@ -287,13 +300,17 @@ def run_commands(sc: CommandScenario, sync: Any) -> dict[str, Any]:
                 raise AssertionError(f"commands unfinished after {_PATIENCE} visibility timeouts (virtual): "
                                      f"{cstore.statuses()}, {queue.stream_length()} messages left")
             sync.sleep(sc.settings.poll_interval_ms / 1000)
+        finished = {c: cstore.status(c) for c in cmds}  # every one terminal: TerminalIsStable from here on
         for c in consumers:
             if not c.close(timeout_s=_PATIENCE * sc.settings.visibility_timeout_ms / 1000):
                 raise AssertionError(f"consumer {c.name} still ran handlers at its close's timeout")
         errors = [repr(e) for c in consumers for e in c.errors]
         if errors:
             raise AssertionError(f"the consumers' threads failed: {errors}")
-        if not sc.lag_ms:  # without a fault, near-exactly-once: one external call per command
+        changed = {c: f"{s} -> {cstore.status(c)}" for c, s in finished.items() if cstore.status(c) != s}
+        if changed:  # a late attempt (still running as the queue drained) wrote over a finished command
+            raise AssertionError(f"finished commands changed status after the queue drained: {changed}")
+        if not sc.lag_ms and not stalls:  # without a fault, near-exactly-once: one external call per command
             twice = {c: k for c, k in app.calls.items() if k > 1}
             if twice:
                 raise AssertionError(f"external calls made twice without a fault: {twice}")
@@ -307,7 +324,32 @@ def run_commands(sc: CommandScenario, sync: Any) -> dict[str, Any]:
         return {c: cstore.status(c) for c in cmds}
 
 
+def _stall(sc: CommandScenario, sync: Any, consumer: Consumer, stalls: list[str]) -> Callable[[str], None]:
+    """The `before_write` hook of `consumer`'s processor: the run's first write of
+    `sc.stall_before` waits `sc.stall_ms` first, its whole process paused meanwhile (poller and
+    heartbeat, as a long GC pause would: `chaos.Stalls`' pause, a logged window that excuses
+    the lapses of its entry and its guard)."""
+    polling = [True]
+    consumer.may_poll = lambda: polling[0]
+
+    def before_write(status: str) -> None:
+        if status != sc.stall_before or stalls:
+            return
+        stalls.append(consumer.name)
+        polling[0] = False  # before the window opens: no poll of the consumer inside it
+        consumer.lag_heartbeat("pause")
+        sync.sleep(sc.stall_ms / 1000)
+        consumer.resume_heartbeat()
+        polling[0] = True
+    return before_write
+
+
 commands = CommandScenario(name="commands")
 commands_stale = CommandScenario(name="commands_stale", call_periods=4.5, lag_ms=450)
 commands_cancelled_queued = CommandScenario(name="commands_cancelled_queued", commands=2, cancel=(1, 0),
                                             cancel_queued=True)
+# The stall outlasts the guard TTL and VT (300 ms), a peer's reclaim (a second one, a VT
+# later, when the first found the guard on its expiry's own ms) and its whole attempt (a call
+# of 100 ms): a stale write, let through, lands after the command finished.
+commands_stale_write = CommandScenario(name="commands_stale_write", commands=1, cancel=(-1, 0), call_periods=1.0,
+                                       stall_before="PROCESSING", stall_ms=1_000)

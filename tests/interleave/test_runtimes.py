@@ -48,6 +48,7 @@ SCENARIOS = {
     "queue:commands": queue.commands,
     "queue:commands_stale": queue.commands_stale,
     "queue:commands_cancelled_queued": queue.commands_cancelled_queued,
+    "queue:commands_stale_write": queue.commands_stale_write,
 }
 
 
@@ -158,6 +159,7 @@ def test_a_duplicate_check_made_without_the_heartbeat_lock_is_found_by_pct(tmp_p
     ("attempt_guard", queue.commands_stale, "random"),
     ("cancel_takes_guard", queue.commands, "random"),
     ("terminal_check", queue.commands_cancelled_queued, "random"),
+    ("atomic_put_if_owner", queue.commands_stale_write, "random"),
 ])
 def test_the_queue_seed_s_guards_off_are_found(gate: str, scenario: Any, strategy: str, tmp_path: Path,
                                                validate: Any) -> None:
