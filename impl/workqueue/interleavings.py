@@ -20,6 +20,13 @@ writes the trace there.
     not_done_first   two consumers whose handlers say "not done" the first time: released
                      entries come back after a visibility timeout, to either
     pool_at_bound    one consumer at its permit bound, more messages than permits
+    executor_rejects one consumer whose executor refuses every hand-off for its first 50 ms (a
+                     saturated executor, `ThreadExecutor.reject_all`; each refusal a `reject`
+                     fault line): the refused entries stay pending and come back after a
+                     visibility timeout, so every permit must come back with each refusal
+    ack_fails        two consumers, the run's first ack fails (the fault plan: an `ack_fail`
+                     line, nothing commits): the entry stays pending and is acked on its
+                     redelivery, so the failed ack must still end its invocation
 
 Each with the tests' short settings and, `_defaults`, with `Settings()`.
 
@@ -29,6 +36,13 @@ handlers, an external system that takes its time, and a client that submits and 
     commands         two consumers, three commands, one cancelled while its attempt runs
     commands_stale   the same with both heartbeats lagging past the guard TTL: a stale
                      attempt's guard renewal races its refused put and its release
+    commands_cancelled_queued  two consumers, two commands, one cancelled before any consumer
+                     starts (its message still queued): its delivery finds it terminal and only
+                     acks; it must stay CANCELLED, as its client was told
+    commands_stale_write  two consumers, one command; the attempt about to write PROCESSING
+                     stalls there (after its owner read, when the write is the two-step one), its
+                     process paused past the guard TTL: the peer reclaims the entry, takes the
+                     guard and finishes the command, and the stale write must be refused
 """
 
 from __future__ import annotations
@@ -44,6 +58,7 @@ from impl.workqueue.commands import CommandClient, CommandProcessor
 from impl.workqueue.config import Gates, Settings
 from impl.workqueue.consumer import Consumer, heartbeat_period_ms
 from impl.workqueue.core import Invocation
+from impl.workqueue.errors import StoreFault
 from impl.workqueue.sim_redis import fake_client, virtual_time
 from impl.workqueue.store import GROUP, QueueStore
 
@@ -65,6 +80,9 @@ class QueueScenario:
     lag: bool = False  # every consumer's heartbeat lags (`Consumer.lag_heartbeat`) until the queue drains
     lag_ms: int = 0  # ... or for this long only
     close_at_ms: int = 0  # the first consumer closes this long after the start (its handler still running)
+    reject_ms: int = 0  # every consumer's executor refuses every hand-off for this long from the start
+    ack_faults: int = 0  # the run's first acks (by any consumer) that fail without committing
+    patience: int = _PATIENCE  # visibility timeouts (virtual) the queue has to drain
     settings: Settings = SHORT
     gates: Gates = Gates()
 
@@ -105,15 +123,23 @@ def run(sc: QueueScenario, sync: Any) -> dict[str, Any]:
         shared = sync.calls(queue, "redis")
         for i in range(sc.messages):
             queue.offer("producer", sync.clock.now_ms(), f"m{i}")
+        if sc.ack_faults:
+            queue.faults.fail("ack", None, times=sc.ack_faults)  # logged as `ack_fail` lines as they fire
         h = _Handlers(sc, sync)
         consumers = [Consumer(shared, n, h.handler(n), settings=sc.settings, gates=sc.gates, clock=sync.clock, sync=sync)
                      for n in sc.consumers]
         sync.invariant(lambda: _checks(h, consumers, sc))
         sync.observe(lambda: _describe(client, queue, h))
         for c in consumers:
+            # A shut-down (or saturated) executor: the consumer logs each refusal as a `reject` line.
+            c.executor.reject_all = sc.reject_ms > 0
             c.start()
             if sc.lag:
                 c.lag_heartbeat()
+        if sc.reject_ms:
+            sync.sleep(sc.reject_ms / 1000)
+            for c in consumers:
+                c.executor.reject_all = False
         if sc.lag and sc.lag_ms:
             sync.sleep(sc.lag_ms / 1000)
             for c in consumers:
@@ -121,24 +147,30 @@ def run(sc: QueueScenario, sync: Any) -> dict[str, Any]:
         if sc.close_at_ms:
             sync.sleep(sc.close_at_ms / 1000)
             consumers[0].close(timeout_s=_PATIENCE * sc.settings.visibility_timeout_ms / 1000)
-        deadline = sync.clock.now_ms() + _PATIENCE * sc.settings.visibility_timeout_ms
+        deadline = sync.clock.now_ms() + sc.patience * sc.settings.visibility_timeout_ms
         while queue.stream_length() > 0:
             if sync.clock.now_ms() > deadline:
                 raise AssertionError(f"{queue.stream_length()} messages left unacked after "
-                                     f"{_PATIENCE} visibility timeouts (virtual)")
+                                     f"{sc.patience} visibility timeouts (virtual)")
             sync.sleep(sc.settings.poll_interval_ms / 1000)
         for c in consumers:
             if sc.lag:
                 c.resume_heartbeat()
             if not c.close(timeout_s=_PATIENCE * sc.settings.visibility_timeout_ms / 1000):
                 raise AssertionError(f"consumer {c.name} still ran handlers at its close's timeout")
-        errors = [repr(e) for c in consumers for e in c.errors]
+        errors = [repr(e) for c in consumers for e in c.errors if not _injected(e)]
         if errors:
             raise AssertionError(f"the consumers' threads failed: {errors}")
         if getattr(sync, "trace_dir", None):
             recording.export(Path(sync.trace_dir) / f"{sc.name}.ndjson", queue, system="workqueue",
                              settings=sc.settings, gates=sc.gates, nodes=["producer", *sc.consumers], run=sc.name)
         return dict(sorted(h.calls.items()))
+
+
+def _injected(exc: BaseException) -> bool:
+    """Whether `exc` is a fault the scenario's plan injected (its consumer notes the failed
+    step, as it would a lost connection's): not a failure of the threads."""
+    return isinstance(exc, StoreFault) and str(exc).startswith("injected fault:")
 
 
 def _describe(client: Any, queue: QueueStore, h: _Handlers) -> str:
@@ -175,6 +207,10 @@ not_done_first = _named(name="not_done_first", consumers=("a", "b"), messages=2,
 pool_at_bound = _named(name="pool_at_bound", consumers=("a",), messages=5, periods=1.0)
 pool_at_bound_defaults = _named(name="pool_at_bound_defaults", consumers=("a",), messages=5, periods=1.0,
                                 settings=DEFAULT)
+executor_rejects = _named(name="executor_rejects", consumers=("a",), messages=3, periods=1.0, reject_ms=50)
+# The failed ack's entry is redelivered a VT after its invocation ended: 10 VTs are plenty (the
+# gate off, a run renews the leaked record until the deadline, and a shorter one ends sooner).
+ack_fails = _named(name="ack_fails", messages=2, periods=1.0, ack_faults=1, patience=10)
 
 
 @dataclass(frozen=True)
@@ -188,6 +224,12 @@ class CommandScenario:
     cancel: tuple[int, int] = (1, 50)  # (command index, ms after the submissions); (-1, 0): none
     call_periods: float = 2.5
     lag_ms: int = 0
+    cancel_queued: bool = False  # the cancel comes before any consumer starts (the message queued)
+    # The first attempt about to write this status stalls just before the write (the
+    # processor's `before_write` hook: after its owner read when the write is the two-step one),
+    # its consumer paused meanwhile (a logged window), for `stall_ms`.
+    stall_before: str = ""
+    stall_ms: int = 0
     settings: Settings = SHORT
     gates: Gates = Gates()
 
@@ -196,11 +238,13 @@ class CommandScenario:
 
 
 class _App:
-    """The external system: each call takes its time (virtual) and succeeds; calls are counted."""
+    """The external system: each call takes its time (virtual) and succeeds; calls, and the
+    questions how a command ended (`check`), are counted."""
 
     def __init__(self, sync: Any, ms: float) -> None:
         self.sync, self.ms = sync, ms
         self.calls: dict[str, int] = {}
+        self.checks: dict[str, int] = {}
 
     def call(self, cmd: str, payload: str) -> str:
         self.calls[cmd] = self.calls.get(cmd, 0) + 1
@@ -208,6 +252,7 @@ class _App:
         return "succeeded"
 
     def check(self, cmd: str, payload: str) -> str:
+        self.checks[cmd] = self.checks.get(cmd, 0) + 1
         return "succeeded"
 
 
@@ -220,24 +265,34 @@ def run_commands(sc: CommandScenario, sync: Any) -> dict[str, Any]:
         shared_queue, shared_cmds = sync.calls(queue, "redis"), sync.calls(cstore, "redis")
         app = _App(sync, sc.call_periods * heartbeat_period_ms(sc.settings))
         consumers = []
+        stalls: list[str] = []  # the consumers whose attempt stalled before its write (one at most)
         for n in sc.consumers:
             proc = CommandProcessor(shared_cmds, n, sync.clock, sc.settings, sc.gates, app, sync=sync)
-            consumers.append(Consumer(shared_queue, n, proc.handle, settings=sc.settings, gates=sc.gates,
-                                      clock=sync.clock, sync=sync))
+            consumer = Consumer(shared_queue, n, proc.handle, settings=sc.settings, gates=sc.gates,
+                                clock=sync.clock, sync=sync)
+            if sc.stall_before:
+                proc.before_write = _stall(sc, sync, consumer, stalls)
+            consumers.append(consumer)
         sync.observe(lambda: f"{cstore.statuses()} calls {app.calls}")
         cli = CommandClient(shared_queue, shared_cmds, "client", sync.clock, sc.settings, sc.gates)
         cmds = [f"c{i}" for i in range(sc.commands)]
-        for c in consumers:
-            c.start()
+        index, at = sc.cancel
+        told = ""  # what the client's cancel answered
+        if not sc.cancel_queued:
+            for c in consumers:
+                c.start()
         for cmd in cmds:
             cli.submit(cmd, f"job {cmd}")
+        if sc.cancel_queued:
+            told = cli.cancel(cmds[index])
+            for c in consumers:
+                c.start()
         if sc.lag_ms:
             for c in consumers:
                 c.lag_heartbeat()
-        index, at = sc.cancel
-        if index >= 0:
+        if index >= 0 and not sc.cancel_queued:
             sync.sleep(at / 1000)
-            cli.cancel(cmds[index])
+            told = cli.cancel(cmds[index])
         if sc.lag_ms:
             sync.sleep(max(0, sc.lag_ms - (at if index >= 0 else 0)) / 1000)
             for c in consumers:
@@ -248,21 +303,56 @@ def run_commands(sc: CommandScenario, sync: Any) -> dict[str, Any]:
                 raise AssertionError(f"commands unfinished after {_PATIENCE} visibility timeouts (virtual): "
                                      f"{cstore.statuses()}, {queue.stream_length()} messages left")
             sync.sleep(sc.settings.poll_interval_ms / 1000)
+        finished = {c: cstore.status(c) for c in cmds}  # every one terminal: TerminalIsStable from here on
         for c in consumers:
             if not c.close(timeout_s=_PATIENCE * sc.settings.visibility_timeout_ms / 1000):
                 raise AssertionError(f"consumer {c.name} still ran handlers at its close's timeout")
         errors = [repr(e) for c in consumers for e in c.errors]
         if errors:
             raise AssertionError(f"the consumers' threads failed: {errors}")
-        if not sc.lag_ms:  # without a fault, near-exactly-once: one external call per command
+        changed = {c: f"{s} -> {cstore.status(c)}" for c, s in finished.items() if cstore.status(c) != s}
+        if changed:  # a late attempt (still running as the queue drained) wrote over a finished command
+            raise AssertionError(f"finished commands changed status after the queue drained: {changed}")
+        if not sc.lag_ms and not stalls:  # without a fault, near-exactly-once: one external call per command
             twice = {c: k for c, k in app.calls.items() if k > 1}
             if twice:
                 raise AssertionError(f"external calls made twice without a fault: {twice}")
+        if told == "cancelled" and cstore.status(cmds[index]) != "CANCELLED":
+            # The client was told its command is cancelled: no attempt may finish it otherwise.
+            raise AssertionError(f"{cmds[index]} was cancelled (the client was told so) and ended "
+                                 f"{cstore.status(cmds[index])}; external calls {app.calls}, checks {app.checks}")
         if getattr(sync, "trace_dir", None):
             recording.export(Path(sync.trace_dir) / f"{sc.name}.ndjson", queue, system="command",
                              settings=sc.settings, gates=sc.gates, nodes=["client", *sc.consumers], run=sc.name)
         return {c: cstore.status(c) for c in cmds}
 
 
+def _stall(sc: CommandScenario, sync: Any, consumer: Consumer, stalls: list[str]) -> Callable[[str], None]:
+    """The `before_write` hook of `consumer`'s processor: the run's first write of
+    `sc.stall_before` waits `sc.stall_ms` first, its whole process paused meanwhile (poller and
+    heartbeat, as a long GC pause would: `chaos.Stalls`' pause, a logged window that excuses
+    the lapses of its entry and its guard)."""
+    polling = [True]
+    consumer.may_poll = lambda: polling[0]
+
+    def before_write(status: str) -> None:
+        if status != sc.stall_before or stalls:
+            return
+        stalls.append(consumer.name)
+        polling[0] = False  # before the window opens: no poll of the consumer inside it
+        consumer.lag_heartbeat("pause")
+        sync.sleep(sc.stall_ms / 1000)
+        consumer.resume_heartbeat()
+        polling[0] = True
+    return before_write
+
+
 commands = CommandScenario(name="commands")
 commands_stale = CommandScenario(name="commands_stale", call_periods=4.5, lag_ms=450)
+commands_cancelled_queued = CommandScenario(name="commands_cancelled_queued", commands=2, cancel=(1, 0),
+                                            cancel_queued=True)
+# The stall outlasts the guard TTL and VT (300 ms), a peer's reclaim (a second one, a VT
+# later, when the first found the guard on its expiry's own ms) and its whole attempt (a call
+# of 100 ms): a stale write, let through, lands after the command finished.
+commands_stale_write = CommandScenario(name="commands_stale_write", commands=1, cancel=(-1, 0), call_periods=1.0,
+                                       stall_before="PROCESSING", stall_ms=1_000)

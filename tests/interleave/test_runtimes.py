@@ -46,8 +46,12 @@ SCENARIOS = {
     "queue:not_done_first": queue.not_done_first,
     "queue:close_while_active": queue.close_while_active,
     "queue:past_max_processing": queue.past_max_processing,
+    "queue:executor_rejects": queue.executor_rejects,
+    "queue:ack_fails": queue.ack_fails,
     "queue:commands": queue.commands,
     "queue:commands_stale": queue.commands_stale,
+    "queue:commands_cancelled_queued": queue.commands_cancelled_queued,
+    "queue:commands_stale_write": queue.commands_stale_write,
 }
 
 
@@ -172,8 +176,12 @@ def test_a_duplicate_check_made_without_the_heartbeat_lock_is_found_by_pct(tmp_p
     ("local_dedup", queue.self_reclaim, "pct"),
     ("close_waits_for_handlers", queue.close_while_active, "random"),
     ("reclaim_retries", queue.not_done_first, "random"),
+    ("release_permit_on_rejection", queue.executor_rejects, "random"),
+    ("cleanup_on_ack_failure", queue.ack_fails, "random"),
     ("attempt_guard", queue.commands_stale, "random"),
     ("cancel_takes_guard", queue.commands, "random"),
+    ("terminal_check", queue.commands_cancelled_queued, "random"),
+    ("atomic_put_if_owner", queue.commands_stale_write, "random"),
 ])
 def test_the_queue_seed_s_guards_off_are_found(gate: str, scenario: Any, strategy: str, tmp_path: Path,
                                                validate: Any) -> None:
