@@ -226,12 +226,12 @@ def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
     # A poison workflow's caller is told it failed (WorkflowFailed): that is its answer, not a
     # fault of the runtime (what each caller was told is checked below and by the trace).
     errors = [repr(e) for rt in runtimes.values() for e in rt.errors if not isinstance(e, WorkflowFailed)]
+    if errors:
+        raise AssertionError(f"the runtimes' fibers failed: {errors}")
     wrong = {wf: told[f"result {wf}"] for wf in results
              if told[f"result {wf}"] != ("error WorkflowFailed" if kind[wf] == "poison" else "value")}
     if wrong:
         raise AssertionError(f"callers told the wrong result: {wrong}")
-    if errors:
-        raise AssertionError(f"the runtimes' fibers failed: {errors}")
     unfinished = {wf: inst.status if inst else None for wf in wfs
                   if (inst := store.get_instance(wf)) is None or inst.status != (FAILED if kind[wf] == "poison" else COMPLETED)}
     if unfinished:
