@@ -301,6 +301,11 @@ class Controlled:
         after each step."""
         self.controller.observers.append(describe)
 
+    def on_time(self, moved: Callable[[int], None]) -> None:
+        """Call `moved(ms)` each time the virtual clock moves forward (by `ms` whole
+        milliseconds): a clock outside the process (a real Redis server's, warped) follows it."""
+        self.controller.time_listeners.append(moved)
+
     def invariant(self, check: Callable[[], None]) -> None:
         """Check `check()` (an AssertionError fails the run) at every point from now on."""
         self.controller.invariants.append(check)

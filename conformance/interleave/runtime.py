@@ -157,6 +157,7 @@ class Controller:
         self.failure: Failure | None = None
         self.invariants: list[Callable[[], None]] = []
         self.observers: list[Callable[[], str]] = []  # describe the store, for a failure's schedule
+        self.time_listeners: list[Callable[[int], None]] = []  # told each move of the clock, in ms
         self.record_states = False
         self.states: list[str] = []
         self._by_ident: dict[int, Thread] = {}
@@ -317,7 +318,11 @@ class Controller:
             if not timed:
                 self._fail("deadlock", "every live thread waits, and none with a timeout", places=True)
                 raise _Abandoned()
+            before = self.now_ns
             self.now_ns = max(self.now_ns, min(x.deadline_ns for x in timed))  # type: ignore[type-var]
+            moved_ms = self.now_ns // 1_000_000 - before // 1_000_000
+            for moved in self.time_listeners if moved_ms else ():
+                moved(moved_ms)  # e.g. a real Redis server's clock, moved along (RedisTimeWarp)
             for x in timed:
                 if x.deadline_ns is not None and x.deadline_ns <= self.now_ns:
                     x.timed_out = True

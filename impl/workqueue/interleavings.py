@@ -47,7 +47,11 @@ handlers, an external system that takes its time, and a client that submits and 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import dataclasses
+import itertools
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,7 +63,8 @@ from impl.workqueue.config import Gates, Settings
 from impl.workqueue.consumer import Consumer, heartbeat_period_ms
 from impl.workqueue.core import Invocation
 from impl.workqueue.errors import StoreFault
-from impl.workqueue.sim_redis import fake_client, virtual_time
+from impl.workqueue.sim import REAL_SERVER_SCALE, scaled_for_real_server
+from impl.workqueue.sim_redis import RedisTimeWarp, fake_client, virtual_time
 from impl.workqueue.store import GROUP, QueueStore
 
 SHORT = Settings(visibility_timeout_ms=300, max_processing_ms=2_000, concurrency=2, guard_ttl_ms=300, poll_interval_ms=20)
@@ -85,6 +90,7 @@ class QueueScenario:
     patience: int = _PATIENCE  # visibility timeouts (virtual) the queue has to drain
     settings: Settings = SHORT
     gates: Gates = Gates()
+    redis_url: str = ""  # a real Redis server (`on_real_redis`); empty: fakeredis, the default
 
     def __call__(self, sync: Any) -> dict[str, Any]:
         return run(self, sync)
@@ -115,11 +121,47 @@ class _Handlers:
         return handle
 
 
+_RUN_IDS = itertools.count(1)
+
+
+@contextlib.contextmanager
+def _store(url: str, sync: Any) -> Iterator[QueueStore]:
+    """The run's queue store: on a private fakeredis server that reads the virtual clock, or,
+    with `url`, on a real Redis server under a key prefix of its own, the scripts' clock moved
+    along with the virtual one (`RedisTimeWarp`, at every move), its keys deleted after."""
+    if not url:
+        with virtual_time(sync.clock):
+            yield QueueStore(fake_client(), "interleave", explicit_ids=True)
+        return
+    import redis
+
+    client = redis.Redis.from_url(url)
+    queue = QueueStore(client, f"interleave-{os.getpid()}-{next(_RUN_IDS)}", explicit_ids=True)
+    try:
+        warp = RedisTimeWarp(client, queue.prefix, queue.stream, GROUP)
+        warp.start(sync.clock.now_ms())
+        sync.on_time(warp.advance)
+        yield queue
+    finally:
+        queue.delete_keys()
+        client.close()
+
+
+def on_real_redis(sc: Any, url: str) -> Any:
+    """Scenario `sc` on the real Redis server at `url`: its settings and its own times scaled
+    by `REAL_SERVER_SCALE` (as the simulations on a real server are), so that the real
+    milliseconds a step takes, which the server's clock counts too, decide nothing."""
+    k = REAL_SERVER_SCALE
+    times = {f.name: getattr(sc, f.name) * k for f in dataclasses.fields(sc) if f.name.endswith("_ms")}
+    if isinstance(sc, CommandScenario):
+        times["cancel"] = (sc.cancel[0], sc.cancel[1] * k)
+    return dataclasses.replace(sc, name=f"{sc.name}_redis", redis_url=url, settings=scaled_for_real_server(sc.settings), **times)
+
+
 def run(sc: QueueScenario, sync: Any) -> dict[str, Any]:
     """Run scenario `sc` on `sync`'s threads; returns how often each message was handled."""
-    with virtual_time(sync.clock):
-        client = fake_client()
-        queue = QueueStore(client, "interleave", explicit_ids=True)
+    with _store(sc.redis_url, sync) as queue:
+        client = queue.client
         shared = sync.calls(queue, "redis")
         for i in range(sc.messages):
             queue.offer("producer", sync.clock.now_ms(), f"m{i}")
@@ -232,6 +274,7 @@ class CommandScenario:
     stall_ms: int = 0
     settings: Settings = SHORT
     gates: Gates = Gates()
+    redis_url: str = ""  # a real Redis server (`on_real_redis`); empty: fakeredis, the default
 
     def __call__(self, sync: Any) -> dict[str, Any]:
         return run_commands(self, sync)
@@ -258,10 +301,9 @@ class _App:
 
 def run_commands(sc: CommandScenario, sync: Any) -> dict[str, Any]:
     """Run command scenario `sc` on `sync`'s threads; returns each command's final status."""
-    with virtual_time(sync.clock):
-        client = fake_client()
-        queue = QueueStore(client, "interleave", explicit_ids=True)
-        cstore = CommandStore(client, "interleave", faults=queue.faults)
+    with _store(sc.redis_url, sync) as queue:
+        client = queue.client
+        cstore = CommandStore(client, queue.prefix, faults=queue.faults)
         shared_queue, shared_cmds = sync.calls(queue, "redis"), sync.calls(cstore, "redis")
         app = _App(sync, sc.call_periods * heartbeat_period_ms(sc.settings))
         consumers = []

@@ -70,12 +70,18 @@ REAL_SERVER_SCALE = 1_000
 
 def for_real_server(config: SimConfig) -> SimConfig:
     """`config` with its durations (settings and ticks) scaled for a real server (see
-    `REAL_SERVER_SCALE`). The state TTL stays below 2^31 ms, the integers of TLC."""
-    k, st = REAL_SERVER_SCALE, config.settings
-    settings = replace(st, visibility_timeout_ms=st.visibility_timeout_ms * k, max_processing_ms=st.max_processing_ms * k,
-                       guard_ttl_ms=st.guard_ttl_ms * k, poll_interval_ms=st.poll_interval_ms * k,
-                       heartbeat_ms=st.heartbeat_interval_ms * k, state_ttl_ms=min(st.state_ttl_ms * k, 1_000_000_000))
-    return replace(config, settings=settings, ticks=tuple(t * k for t in config.ticks))
+    `REAL_SERVER_SCALE`)."""
+    k = REAL_SERVER_SCALE
+    return replace(config, settings=scaled_for_real_server(config.settings), ticks=tuple(t * k for t in config.ticks))
+
+
+def scaled_for_real_server(st: Settings) -> Settings:
+    """`st` with every duration scaled by `REAL_SERVER_SCALE`. The state TTL stays below 2^31
+    ms, the integers of TLC."""
+    k = REAL_SERVER_SCALE
+    return replace(st, visibility_timeout_ms=st.visibility_timeout_ms * k, max_processing_ms=st.max_processing_ms * k,
+                   guard_ttl_ms=st.guard_ttl_ms * k, poll_interval_ms=st.poll_interval_ms * k,
+                   heartbeat_ms=st.heartbeat_interval_ms * k, state_ttl_ms=min(st.state_ttl_ms * k, 1_000_000_000))
 
 
 @dataclass(frozen=True)
