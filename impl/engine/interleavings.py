@@ -15,7 +15,8 @@ answer, stops the runtimes and, when `sync.trace_dir` is set, writes the store's
                             and n2 starts the workflow again: the stranded start's recovery
                             (stalled_start: n1 is only stalled, past a lease, and comes back)
     failing                 two nodes, a workflow that fails its first delivery (a retry) and one
-                            that always fails (retries, then a dead letter)
+                            that always fails (retries, then a dead letter); failing_stale: the
+                            retry and the dead letter each stall past their lease first
     busy_sqlite_nodes       two SQLite nodes (one worker each) with six workflows whose handlers
                             span renewals, store calls taking 5 ms: a woken run competes with
                             the node's starts, signals and fetches for its one thread
@@ -73,6 +74,9 @@ class EngineScenario:
     # starts wf1 again meanwhile: it finds the start stranded (an instance, no row). With
     # `crash_in_start` the first node crashes inside the stall.
     start_stall_ms: int = 0
+    # (workflow, call, ms): whichever node makes that call of the workflow first stalls this long
+    # before it (a stale retry or dead letter, once its lease lapsed, meets another node's lease).
+    stall_calls: tuple[tuple[str, str, int], ...] = ()
     crash_in_start: bool = False
     # Each workflow's type, in order (the rest are approvals): `flaky` fails its first delivery
     # (a retry), `poison` every one (retries, then a dead letter and a FAILED instance).
@@ -164,8 +168,10 @@ def _until(sync: Any, done: Callable[[], bool], failure: str) -> None:
         sync.sleep(_WAIT_S)
 
 
-def _quiescent(store: Store, wfs: list[str], nodes: dict[str, Node], monitors: list[Any]) -> bool:
-    return (all((t := store.get_task(TaskKey(WORKFLOW_OWNER, wf))) is None or t.status == FAILED for wf in wfs)
+def _quiescent(store: Store, wfs: list[str], nodes: dict[str, Node], monitors: list[Any],
+               runtimes: dict[str, NodeRuntime]) -> bool:
+    return (not any(rt.stalled() for rt in runtimes.values())  # a stalled call is still to come
+            and all((t := store.get_task(TaskKey(WORKFLOW_OWNER, wf))) is None or t.status == FAILED for wf in wfs)
             and not any(len(n.queue) for n in nodes.values())
             and not any(m.running() for m in monitors))
 
@@ -188,7 +194,10 @@ def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
         stalls: Stalls | None = Stalls({"wf1": ms}, {"wf1": ("schedule_in_memory",)})
     else:
         stalls = Stalls({"wf1": sc.stall_ms}) if sc.stall_ms else None
-    runtimes = {n: NodeRuntime(node, stalls if n == sc.nodes[0] else None, workers=workers_for(backend))
+    if sc.stall_calls:  # one plan for every node: whoever makes the call first stalls
+        stalls = Stalls({wf: ms for wf, _, ms in sc.stall_calls}, {wf: (op,) for wf, op, _ in sc.stall_calls})
+    every = bool(sc.stall_calls)
+    runtimes = {n: NodeRuntime(node, stalls if every or n == sc.nodes[0] else None, workers=workers_for(backend))
                 for n, node in nodes.items()}
     for rt in runtimes.values():
         rt.start()
@@ -220,7 +229,7 @@ def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
     # Drained before the stop: no row left (but dead letters), no copy queued, no run going on (the fetch loops
     # only). The trace says so, and TraceEngine then requires every caller answered, every
     # signal scheduled and the work done at its end.
-    _until(sync, lambda: _quiescent(store, wfs, nodes, monitors), "the run did not drain (a row, a queued copy or a run left)")
+    _until(sync, lambda: _quiescent(store, wfs, nodes, monitors, runtimes), "the run did not drain (a row, a queued copy or a run left)")
     for rt in runtimes.values():
         rt.stop()
     # A poison workflow's caller is told it failed (WorkflowFailed): that is its answer, not a
@@ -305,6 +314,8 @@ busy_sqlite_nodes = _named(name="busy_sqlite_nodes", nodes=("n1", "n2"), signal_
 stranded_start = _named(name="stranded_start", nodes=("n1", "n2"), signals=0, crash_in_start=True, cost_ms=1)
 stalled_start = _named(name="stalled_start", nodes=("n1", "n2"), signals=0, start_stall_ms=300, work_ms=500, cost_ms=1)
 failing = _named(name="failing", nodes=("n1", "n2"), workflows=2, signals=0, kinds=("flaky", "poison"), cost_ms=1)
+failing_stale = _named(name="failing_stale", nodes=("n1", "n2"), workflows=2, signals=0, kinds=("flaky", "poison"),
+                       cost_ms=1, stall_calls=(("wf1", "reschedule_retry", 300), ("wf2", "mark_failed", 300)))
 stranded_start_defaults = _named(name="stranded_start_defaults", nodes=("n1", "n2"), signals=0, crash_in_start=True,
                                  cost_ms=1, settings=DEFAULT)
 signals_in_memory = _named(name="signals_in_memory", signals=3, work_ms=500, cost_ms=1,

@@ -119,6 +119,11 @@ class NodeRuntime:
             task.box["done"] = True
             task.fiber.close()
 
+    def stalled(self) -> int:
+        """How many fibers wait to make a call an injected stall holds back (its window open)."""
+        with self._cond:
+            return sum(1 for _, _, task in self._timers if task.pending is not None)
+
     # -- the workers -------------------------------------------------------------------------
 
     def _wake(self) -> None:

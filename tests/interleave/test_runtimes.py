@@ -39,6 +39,7 @@ SCENARIOS = {
     "engine:stranded_start": engine.stranded_start,
     "engine:stalled_start": engine.stalled_start,
     "engine:failing": engine.failing,
+    "engine:failing_stale": engine.failing_stale,
     "queue:long_handlers": queue.long_handlers,
     "queue:self_reclaim": queue.self_reclaim,
     "queue:pool_at_bound": queue.pool_at_bound,
