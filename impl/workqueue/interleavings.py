@@ -36,6 +36,8 @@ handlers, an external system that takes its time, and a client that submits and 
     commands         two consumers, three commands, one cancelled while its attempt runs
     commands_stale   the same with both heartbeats lagging past the guard TTL: a stale
                      attempt's guard renewal races its refused put and its release
+    commands_guard_held  as commands_stale, with a guard TTL twice the visibility timeout: the
+                     peer reclaims the entries while their guards are live and must find them busy
     commands_cancelled_queued  two consumers, two commands, one cancelled before any consumer
                      starts (its message still queued): its delivery finds it terminal and only
                      acks; it must stay CANCELLED, as its client was told
@@ -391,6 +393,11 @@ def _stall(sc: CommandScenario, sync: Any, consumer: Consumer, stalls: list[str]
 
 commands = CommandScenario(name="commands")
 commands_stale = CommandScenario(name="commands_stale", call_periods=4.5, lag_ms=450)
+# The guard outlives the visibility timeout: the peer reclaims the lagging consumer's entry
+# while that attempt's guard is still live, so its guard_take must find it busy, and the stale
+# attempt's renewal, put and release meet a guard that is still its own or already the peer's.
+commands_guard_held = CommandScenario(name="commands_guard_held", call_periods=4.5, lag_ms=450,
+                                      settings=dataclasses.replace(SHORT, guard_ttl_ms=600))
 commands_cancelled_queued = CommandScenario(name="commands_cancelled_queued", commands=2, cancel=(1, 0),
                                             cancel_queued=True)
 # The stall outlasts the guard TTL and VT (300 ms), a peer's reclaim (a second one, a VT

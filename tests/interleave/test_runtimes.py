@@ -51,6 +51,7 @@ SCENARIOS = {
     "queue:ack_fails": queue.ack_fails,
     "queue:commands": queue.commands,
     "queue:commands_stale": queue.commands_stale,
+    "queue:commands_guard_held": queue.commands_guard_held,
     "queue:commands_cancelled_queued": queue.commands_cancelled_queued,
     "queue:commands_stale_write": queue.commands_stale_write,
 }
