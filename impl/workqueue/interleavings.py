@@ -38,6 +38,9 @@ handlers, an external system that takes its time, and a client that submits and 
                      attempt's guard renewal races its refused put and its release
     commands_guard_held  as commands_stale, with a guard TTL twice the visibility timeout: the
                      peer reclaims the entries while their guards are live and must find them busy
+    commands_guard_taken_over  the stale attempts are still in their external call when the lag
+                     ends, after the peer took their guards over: their renewals, puts and
+                     releases meet a guard that is the peer's
     commands_cancelled_queued  two consumers, two commands, one cancelled before any consumer
                      starts (its message still queued): its delivery finds it terminal and only
                      acks; it must stay CANCELLED, as its client was told
@@ -398,6 +401,9 @@ commands_stale = CommandScenario(name="commands_stale", call_periods=4.5, lag_ms
 # attempt's renewal, put and release meet a guard that is still its own or already the peer's.
 commands_guard_held = CommandScenario(name="commands_guard_held", call_periods=4.5, lag_ms=450,
                                       settings=dataclasses.replace(SHORT, guard_ttl_ms=600))
+# The stale attempts are still in their external call when the lag ends, after the peer took
+# their guards over: their renewals, then their puts and releases, meet the peer's guard.
+commands_guard_taken_over = CommandScenario(name="commands_guard_taken_over", call_periods=10.0, lag_ms=700)
 commands_cancelled_queued = CommandScenario(name="commands_cancelled_queued", commands=2, cancel=(1, 0),
                                             cancel_queued=True)
 # The stall outlasts the guard TTL and VT (300 ms), a peer's reclaim (a second one, a VT

@@ -52,6 +52,7 @@ SCENARIOS = {
     "queue:commands": queue.commands,
     "queue:commands_stale": queue.commands_stale,
     "queue:commands_guard_held": queue.commands_guard_held,
+    "queue:commands_guard_taken_over": queue.commands_guard_taken_over,
     "queue:commands_cancelled_queued": queue.commands_cancelled_queued,
     "queue:commands_stale_write": queue.commands_stale_write,
 }
