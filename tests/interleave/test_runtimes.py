@@ -189,8 +189,18 @@ def test_a_duplicate_check_made_without_the_heartbeat_lock_is_found_by_pct(tmp_p
 def test_the_queue_seed_s_guards_off_are_found(gate: str, scenario: Any, strategy: str, tmp_path: Path,
                                                validate: Any) -> None:
     sc = dataclasses.replace(scenario, gates=QueueGates(**{gate: False}))
-    x = explore(sc, strategy=strategy, runs=BUDGET, trace_dir=tmp_path, validate=validate)
+    x = explore(sc, strategy=strategy, runs=BUDGET, trace_dir=tmp_path / "explored", validate=validate)
     assert x.failed, f"{gate} off: not found in {BUDGET} {strategy} schedules"
+    # Its saved schedule replays to the same failure: the same invariant or assertion, or the
+    # same traces rejected the same way.
+    bad = x.failed[0]
+    again = run_once(sc, load_schedule(save_schedule(bad.run, tmp_path / "schedule.json")), trace_dir=tmp_path / "again")
+    if bad.run.failure is not None:
+        assert again.failure is not None and again.failure.describe() == bad.run.failure.describe()
+    else:
+        traces = sorted((tmp_path / "again").glob("*.ndjson"))
+        verdicts = validate(traces)
+        assert again.ok and [f"{t.name}: {verdicts[t]}" for t in traces if t in verdicts] == bad.rejected
 
 
 def test_a_stranded_start_recovered_at_once_is_safe_with_our_renewal(tmp_path: Path, validate: Any) -> None:
