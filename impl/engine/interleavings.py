@@ -189,14 +189,8 @@ def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
     sync.invariant(guards.check)
     wfs = [f"wf{i + 1}" for i in range(sc.workflows)]
     sync.observe(lambda: _describe(store, wfs, monitors))
-    if sc.start_stall_ms or sc.crash_in_start:  # with a crash, a stall no one outlives
-        ms = _PATIENCE_MS if sc.crash_in_start else sc.start_stall_ms
-        stalls: Stalls | None = Stalls({"wf1": ms}, {"wf1": ("schedule_in_memory",)})
-    else:
-        stalls = Stalls({"wf1": sc.stall_ms}) if sc.stall_ms else None
-    if sc.stall_calls:  # one plan for every node: whoever makes the call first stalls
-        stalls = Stalls({wf: ms for wf, _, ms in sc.stall_calls}, {wf: (op,) for wf, op, _ in sc.stall_calls})
-    every = bool(sc.stall_calls)
+    stalls = _stall_plan(sc)
+    every = bool(sc.stall_calls)  # one plan for every node: whoever makes the call first stalls
     runtimes = {n: NodeRuntime(node, stalls if every or n == sc.nodes[0] else None, workers=workers_for(backend))
                 for n, node in nodes.items()}
     for rt in runtimes.values():
@@ -249,6 +243,16 @@ def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
         write_traces(backend.read_events(), Path(sync.trace_dir), gates=sc.gates, settings=sc.settings,
                      nodes=list(sc.nodes), run=sc.name, drained=True)
     return told
+
+
+def _stall_plan(sc: EngineScenario) -> Stalls | None:
+    """The scenario's injected stalls: its calls' (`stall_calls`), or wf1's start between its
+    two writes (with a crash, a stall no one outlives), or wf1's finishing call; or none."""
+    if sc.stall_calls:
+        return Stalls({wf: ms for wf, _, ms in sc.stall_calls}, {wf: (op,) for wf, op, _ in sc.stall_calls})
+    if sc.start_stall_ms or sc.crash_in_start:
+        return Stalls({"wf1": _PATIENCE_MS if sc.crash_in_start else sc.start_stall_ms}, {"wf1": ("schedule_in_memory",)})
+    return Stalls({"wf1": sc.stall_ms}) if sc.stall_ms else None
 
 
 def _crash(node: Node, runtime: NodeRuntime, wfs: list[str], sync: Any) -> None:
