@@ -74,6 +74,9 @@ class ThreadExecutor:
         self._work = sync.Condition(self._lock)  # a task was queued (idle threads)
         self._tasks: deque[Callable[[], None]] = deque()
         self._idle = 0  # threads waiting for a task
+        # Called once a task's thread is back (`running` counted down), before it waits for the
+        # next task: a caller that hands work over as capacity comes back waits for this.
+        self.on_return: Callable[[], None] | None = None
 
     def submit(self, fn: Callable[[], None]) -> None:
         """Run `fn` on a thread of its own (an idle one, or a new one), or raise `ExecutorRejected`."""
@@ -96,6 +99,8 @@ class ThreadExecutor:
                     # counts as idle: a submit that sees `running` drop finds it waiting.
                     self.running -= 1
                     self._cond.notify_all()
+                    if self.on_return is not None:
+                        self.on_return()
                 if not self._tasks:
                     self._idle += 1
                     self._work.wait_for(lambda: bool(self._tasks), timeout=self.keep_alive_s)
@@ -136,6 +141,13 @@ class Consumer:
         self.settings = settings
         self.gates = gates
         self.executor = executor or ThreadExecutor(None if not gates.permit_bound else settings.concurrency, sync=sync)
+        # The poller waits for a handler's thread to be back, not only for its permit: woken at
+        # the permit, it handed the next entry to a pool that still counted that thread busy and
+        # refused it (the entry delivered, not run, back a VT later; under a steady intake a
+        # retry was refused delivery after delivery: the steady_intake interleavings, PCT).
+        self._wake_on_return = isinstance(self.executor, ThreadExecutor)
+        if self._wake_on_return:
+            self.executor.on_return = self._wake
         self.heartbeat_paused = sync.Event()  # set by `lag_heartbeat` (a fault hook)
         self._lag_kind: str | None = None  # the injected window open now, if any
         # Held for a whole heartbeat round, and to open or close an injected window: no renewal
@@ -149,10 +161,12 @@ class Consumer:
         self.after_finish: Callable[[Invocation], None] | None = None
         self.errors: list[BaseException] = []
         self._stop = sync.Event()
-        # Set whenever a permit may have come back (an invocation ended or never started), and
-        # on close: the poller waits on it instead of sleeping out its poll interval.
+        # Set whenever a permit may have come back (an invocation ended or never started, its
+        # thread back in the pool), and on close: the poller waits on it instead of sleeping out
+        # its poll interval.
         self._permit_back = sync.Event()
         self._hb_stop = sync.Event()
+        self._hb_wake = sync.Event()  # a stop, or a window's end: the heartbeat goes on at once
         self._threads: list[Any] = []
         self._closed = False
         self._stopped = False
@@ -231,7 +245,8 @@ class Consumer:
         except Exception as exc:
             self._note(exc, f"finish {inv.entry}")
         finally:
-            self._permit_back.set()
+            if not self._wake_on_return:
+                self._permit_back.set()
             if self.after_finish is not None:
                 self.after_finish(inv)
 
@@ -245,7 +260,14 @@ class Consumer:
     def _heartbeat_loop(self) -> None:
         period = heartbeat_period_ms(self.settings)
         due = self.node.now() + period  # a round is due a period after the last one ended
-        while not self._hb_stop.wait(max(0, due - self.node.now()) / 1000):
+        while True:
+            # A window's end wakes it at once, as a thread back from a real lag (its sleep long
+            # run out) renews at once: waiting out the period let a guard taken inside the window,
+            # never renewed in it, lapse just after it (commands_resubmitted on real Redis).
+            self._hb_wake.wait(max(0, due - self.node.now()) / 1000)
+            self._hb_wake.clear()
+            if self._hb_stop.is_set():
+                return
             with self._round:
                 if not self.heartbeat_paused.is_set():
                     self._heartbeat_round(due)
@@ -280,6 +302,11 @@ class Consumer:
                 self.node.store.line(self.name, self._lag_kind, "end")
                 self._lag_kind = None
                 self.heartbeat_paused.clear()
+                self._hb_wake.set()
+
+    def _wake(self) -> None:
+        """A handler's thread is back in the pool: the poller may hand the next entry over."""
+        self._permit_back.set()
 
     def _note(self, exc: BaseException, where: str) -> None:
         log.warning("%s: %s failed: %s", self.name, where, exc)
@@ -300,6 +327,7 @@ class Consumer:
         if self.gates.close_waits_for_handlers:
             idle = self.executor.wait_idle(timeout_s)
         self._hb_stop.set()
+        self._hb_wake.set()
         for t in self._threads[1:]:
             t.join(timeout_s)
         if self._threads and not self._stopped:
