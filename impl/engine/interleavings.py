@@ -17,6 +17,12 @@ answer, stops the runtimes and, when `sync.trace_dir` is set, writes the store's
     failing                 two nodes, a workflow that fails its first delivery (a retry) and one
                             that always fails (retries, then a dead letter); failing_stale: the
                             retry and the dead letter each stall past their lease first
+    stale_remove            n1's run ends with wf1 waiting and its remove stalls past its lease:
+                            n2 leases and runs it meanwhile, so the stale remove meets n2's live
+                            lease (_sqlite: the same on SQLite, its SQL's version guards)
+    signals_while_due       a workflow that needs eight approvals, signalled eight times in a row
+                            while its row is due: a signal lands between a fetch loop's read of
+                            the row and its fetch
     busy_sqlite_nodes       two SQLite nodes (one worker each) with six workflows whose handlers
                             span renewals, store calls taking 5 ms: a woken run competes with
                             the node's starts, signals and fetches for its one thread
@@ -67,6 +73,8 @@ class EngineScenario:
     workflows: int = 1
     signals: int = 1  # one caller's signals to each workflow, one after another
     signal_node: str = "n1"
+    signal_delay_ms: int = 0  # the signalling caller waits this long (virtual) before its first signal
+    needs: int = 1  # the approvals a workflow waits for (every signal, `signals`, keeps it going)
     nodes: tuple[str, ...] = ("n1",)
     work_ms: int = 0  # each handler run's length (the engine sleeps it, renewing its lease)
     stall_ms: int = 0  # wf1's finishing call stalls this long (past its lease)
@@ -143,10 +151,13 @@ class StepGuards:
             raise AssertionError(f"StepGuards: {self.broken[0]}")
 
 
-def _signal_when_there(node: Node, wf: str, times: int) -> Generator[Any, Any, Any]:
+def _signal_when_there(node: Node, wf: str, times: int, delay_ms: int = 0) -> Generator[Any, Any, Any]:
     """A caller signalling a workflow that another caller is starting, `times` times, one
-    call after another (the spec's callers make one call at a time per node and workflow): it
-    tries again until the instance exists (what a caller does on `UnknownWorkflow`)."""
+    call after another (the spec's callers make one call at a time per node and workflow),
+    the first after `delay_ms`: it tries again until the instance exists (what a caller does
+    on `UnknownWorkflow`)."""
+    if delay_ms:
+        yield Sleep(delay_ms)
     for _ in range(times):
         while True:
             try:
@@ -200,9 +211,11 @@ def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
     input: dict[str, Any] = {"work_ms": sc.work_ms} if sc.work_ms else {}
     if not sc.signals:
         input["approved"] = True  # no signal comes: the first run completes it
+    if sc.needs > 1:
+        input["needs"] = sc.needs
     kind = {wf: sc.kinds[i] if i < len(sc.kinds) else "approval" for i, wf in enumerate(wfs)}
     starts = {wf: runtimes[first.name].submit(first.start(wf, kind[wf], input), f"start {wf}") for wf in wfs}
-    signals = [runtimes[signaller.name].submit(_signal_when_there(signaller, wf, sc.signals), f"signals {wf}")
+    signals = [runtimes[signaller.name].submit(_signal_when_there(signaller, wf, sc.signals, sc.signal_delay_ms), f"signals {wf}")
                for wf in wfs if sc.signals]
     asked = {wf: first for wf in wfs}  # the node whose start answered each workflow's caller
     if sc.start_stall_ms or sc.crash_in_start:
@@ -326,3 +339,16 @@ signals_in_memory = _named(name="signals_in_memory", signals=3, work_ms=500, cos
                            gates=Gates(force_signal_workflow_exec_in_scheduler=False))
 signals_in_memory_two_nodes = _named(name="signals_in_memory_two_nodes", nodes=("n1", "n2"), signals=2, work_ms=500,
                                      cost_ms=1, gates=Gates(force_signal_workflow_exec_in_scheduler=False))
+# n1's run ends with the workflow waiting (no signal yet) and its remove stalls past the
+# lease: n2 leases the row and runs it (a handler as long as n1's) while n1's stale remove
+# meets n2's live lease (a row another node leased since). The signal comes much later.
+stale_remove = _named(name="stale_remove", nodes=("n1", "n2"), signal_node="n2", signal_delay_ms=1_500, work_ms=500,
+                      stall_ms=300, cost_ms=1)
+stale_remove_sqlite = _named(name="stale_remove_sqlite", nodes=("n1", "n2"), signal_node="n2", signal_delay_ms=1_500,
+                             work_ms=500, stall_ms=300, cost_ms=1, store="sqlite")
+# A workflow waiting for eight approvals, signalled eight times in a row from n2 once its start's
+# run is over (runs are instant): each signal's row is due at once and both nodes' fetch loops
+# race for it, so a signal lands between a fetch loop's read of the due row and its fetch, which
+# meets a changed row (another version, still due).
+signals_while_due = _named(name="signals_while_due", nodes=("n1", "n2"), signal_node="n2", signals=8, needs=8,
+                           signal_delay_ms=50, cost_ms=1)

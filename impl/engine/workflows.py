@@ -62,11 +62,13 @@ def _approval(state: dict[str, Any], ctx: RunContext) -> Step:
 
 
 def _approve(state: dict[str, Any], payload: Any) -> dict[str, Any]:
-    return {**state, "approved": True}
+    approvals = int(state.get("approvals", 0)) + 1
+    return {**state, "approvals": approvals, "approved": approvals >= int(state.get("needs", 1))}
 
 
 APPROVAL = Workflow("approval", _approval, {"approve": _approve})
-"""Waits for an `approve` signal, then completes. `work_ms` in its input sets the run time."""
+"""Waits for an `approve` signal (`needs` of them, if its input says so), then completes.
+`work_ms` in its input sets the run time."""
 
 
 def _flaky(state: dict[str, Any], ctx: RunContext) -> Step:

@@ -103,7 +103,8 @@ class CommandProcessor:
         self.attempt_ids = attempt_ids or counter_ids(node)
         check_guard_ttl(settings)
         # Test hook: runs just before each state write (after the owner check when the write is
-        # the unguarded check-then-write), so a test can let the guard change hands there.
+        # the unguarded check-then-write), with the status, and before the external call's
+        # step, with "external_call", so a test can let the guard change hands there.
         self.before_write: Callable[[str], None] | None = None
 
     def handle(self, inv: Invocation) -> bool:
@@ -212,6 +213,8 @@ class CommandProcessor:
             if status == "SUBMITTING":
                 if over():
                     return False
+                if self.before_write is not None:
+                    self.before_write("external_call")
                 if not ending_step(lambda: self.store.external_call(self.node, now(), cmd, attempt,
                                                                      checked=self.gates.attempt_guard) >= 0):
                     return False  # the guard lapsed or passed on: a stale attempt calls nothing

@@ -27,6 +27,8 @@ writes the trace there.
     ack_fails        two consumers, the run's first ack fails (the fault plan: an `ack_fail`
                      line, nothing commits): the entry stays pending and is acked on its
                      redelivery, so the failed ack must still end its invocation
+    steady_intake    one consumer, one permit, a new message every poll interval for 1.5 s
+                     while the first one, not done first, waits for its retry (Fairness)
 
 Each with the tests' short settings and, `_defaults`, with `Settings()`.
 
@@ -48,6 +50,14 @@ handlers, an external system that takes its time, and a client that submits and 
                      stalls there (after its owner read, when the write is the two-step one), its
                      process paused past the guard TTL: the peer reclaims the entry, takes the
                      guard and finishes the command, and the stale write must be refused
+    commands_stale_call  the same stall just before the external call: the stale call must be refused
+    commands_call_throws  every command's first external call throws after one consumer's lag
+                     let the peer take its guards over: its early guard releases meet the peer's
+    commands_resubmitted  one consumer, a command submitted twice at once; its first attempt
+                     stalls (heartbeat lagging, poller going on) while its own next attempt takes
+                     the lapsed guard: the stale write must be refused (the node's, not the attempt's)
+    commands_resubmitted_after  every command submitted again once finished: nothing runs again
+    commands_offer_lost  the client's first offer fails after its state write: its resubmit offers
 """
 
 from __future__ import annotations
@@ -92,6 +102,9 @@ class QueueScenario:
     close_at_ms: int = 0  # the first consumer closes this long after the start (its handler still running)
     reject_ms: int = 0  # every consumer's executor refuses every hand-off for this long from the start
     ack_faults: int = 0  # the run's first acks (by any consumer) that fail without committing
+    # A steady intake: the producer offers one more message every poll interval for this long;
+    # each message not done first must be done again before it ends (retries are not starved).
+    intake_ms: int = 0
     patience: int = _PATIENCE  # visibility timeouts (virtual) the queue has to drain
     settings: Settings = SHORT
     gates: Gates = Gates()
@@ -194,6 +207,8 @@ def run(sc: QueueScenario, sync: Any) -> dict[str, Any]:
         if sc.close_at_ms:
             sync.sleep(sc.close_at_ms / 1000)
             consumers[0].close(timeout_s=_PATIENCE * sc.settings.visibility_timeout_ms / 1000)
+        if sc.intake_ms:
+            _intake(sc, sync, queue, h)
         deadline = sync.clock.now_ms() + sc.patience * sc.settings.visibility_timeout_ms
         while queue.stream_length() > 0:
             if sync.clock.now_ms() > deadline:
@@ -212,6 +227,22 @@ def run(sc: QueueScenario, sync: Any) -> dict[str, Any]:
             recording.export(Path(sync.trace_dir) / f"{sc.name}.ndjson", queue, system="workqueue",
                              settings=sc.settings, gates=sc.gates, nodes=["producer", *sc.consumers], run=sc.name)
         return dict(sorted(h.calls.items()))
+
+
+def _intake(sc: QueueScenario, sync: Any, queue: QueueStore, h: _Handlers) -> None:
+    """The producer's steady intake (`sc.intake_ms`); then every message not done first must
+    have been handled again: a poll tries `reclaim` first once in `fairness_ratio + 1`, so a
+    retry waits a visibility timeout and a few polls, not until the intake stops."""
+    end = sync.clock.now_ms() + sc.intake_ms
+    k = sc.messages
+    while sync.clock.now_ms() < end:
+        queue.offer("producer", sync.clock.now_ms(), f"m{k}")
+        k += 1
+        sync.sleep(sc.settings.poll_interval_ms / 1000)
+    starved = [f"m{i}" for i in sc.not_done_first if h.calls.get(f"m{i}", 0) < 2]
+    if starved:
+        raise AssertionError(f"retries starved behind a steady intake of {sc.intake_ms} ms: {starved} not "
+                             f"handled again ({k - sc.messages} new messages offered meanwhile)")
 
 
 def _injected(exc: BaseException) -> bool:
@@ -257,6 +288,11 @@ pool_at_bound_defaults = _named(name="pool_at_bound_defaults", consumers=("a",),
 executor_rejects = _named(name="executor_rejects", consumers=("a",), messages=3, periods=1.0, reject_ms=50)
 # The failed ack's entry is redelivered a VT after its invocation ended: 10 VTs are plenty (the
 # gate off, a run renews the leaked record until the deadline, and a shorter one ends sooner).
+# One consumer, one permit, handlers a little longer than the poll interval, and a new message
+# every poll interval for 1.5 s: the backlog never empties, and the first message, not done on
+# its first delivery, must be retried meanwhile (Fairness).
+steady_intake = _named(name="steady_intake", consumers=("a",), messages=1, periods=0.3, not_done_first=(0,),
+                       intake_ms=1_500, settings=dataclasses.replace(SHORT, concurrency=1))
 ack_fails = _named(name="ack_fails", messages=2, periods=1.0, ack_faults=1, patience=10)
 
 
@@ -271,12 +307,22 @@ class CommandScenario:
     cancel: tuple[int, int] = (1, 50)  # (command index, ms after the submissions); (-1, 0): none
     call_periods: float = 2.5
     lag_ms: int = 0
+    laggers: tuple[str, ...] = ()  # the consumers whose heartbeat lags (none named: every one)
     cancel_queued: bool = False  # the cancel comes before any consumer starts (the message queued)
     # The first attempt about to write this status stalls just before the write (the
     # processor's `before_write` hook: after its owner read when the write is the two-step one),
     # its consumer paused meanwhile (a logged window), for `stall_ms`.
     stall_before: str = ""
     stall_ms: int = 0
+    # False: only the stalled attempt's heartbeat lags (a logged window) and its poller goes on,
+    # so its own consumer may start another attempt of the command meanwhile.
+    stall_pauses: bool = True
+    # The client submits each command a second time: "at_once", right after the first (a
+    # second message while the first is delivered), or "after" every command finished (the
+    # queue drains again, and nothing may run again or change).
+    resubmit: str = ""
+    offer_faults: int = 0  # the client's first offers fail (after the state write): it submits again
+    call_throws: bool = False  # each command's first external call throws (after its time)
     settings: Settings = SHORT
     gates: Gates = Gates()
     redis_url: str = ""  # a real Redis server (`on_real_redis`); empty: fakeredis, the default
@@ -289,14 +335,17 @@ class _App:
     """The external system: each call takes its time (virtual) and succeeds; calls, and the
     questions how a command ended (`check`), are counted."""
 
-    def __init__(self, sync: Any, ms: float) -> None:
-        self.sync, self.ms = sync, ms
+    def __init__(self, sync: Any, ms: float, throws_first: bool = False) -> None:
+        self.sync, self.ms, self.throws_first = sync, ms, throws_first
         self.calls: dict[str, int] = {}
         self.checks: dict[str, int] = {}
 
     def call(self, cmd: str, payload: str) -> str:
         self.calls[cmd] = self.calls.get(cmd, 0) + 1
+        first = self.calls[cmd] == 1
         self.sync.sleep(self.ms / 1000)
+        if self.throws_first and first:
+            raise ConnectionError(f"the external system failed on {cmd}'s first call")
         return "succeeded"
 
     def check(self, cmd: str, payload: str) -> str:
@@ -310,7 +359,7 @@ def run_commands(sc: CommandScenario, sync: Any) -> dict[str, Any]:
         client = queue.client
         cstore = CommandStore(client, queue.prefix, faults=queue.faults)
         shared_queue, shared_cmds = sync.calls(queue, "redis"), sync.calls(cstore, "redis")
-        app = _App(sync, sc.call_periods * heartbeat_period_ms(sc.settings))
+        app = _App(sync, sc.call_periods * heartbeat_period_ms(sc.settings), sc.call_throws)
         consumers = []
         stalls: list[str] = []  # the consumers whose attempt stalled before its write (one at most)
         for n in sc.consumers:
@@ -328,15 +377,19 @@ def run_commands(sc: CommandScenario, sync: Any) -> dict[str, Any]:
         if not sc.cancel_queued:
             for c in consumers:
                 c.start()
+        queue.faults.fail("offer", "client", sc.offer_faults)
         for cmd in cmds:
-            cli.submit(cmd, f"job {cmd}")
+            _submit(cli, cmd)
+            if sc.resubmit == "at_once":
+                _submit(cli, cmd)
         if sc.cancel_queued:
             told = cli.cancel(cmds[index])
             for c in consumers:
                 c.start()
         if sc.lag_ms:
             for c in consumers:
-                c.lag_heartbeat()
+                if not sc.laggers or c.name in sc.laggers:
+                    c.lag_heartbeat()
         if index >= 0 and not sc.cancel_queued:
             sync.sleep(at / 1000)
             told = cli.cancel(cmds[index])
@@ -344,13 +397,16 @@ def run_commands(sc: CommandScenario, sync: Any) -> dict[str, Any]:
             sync.sleep(max(0, sc.lag_ms - (at if index >= 0 else 0)) / 1000)
             for c in consumers:
                 c.resume_heartbeat()
-        deadline = sync.clock.now_ms() + _PATIENCE * sc.settings.visibility_timeout_ms
-        while queue.stream_length() > 0 or any(cstore.status(c) not in TERMINAL for c in cmds):
-            if sync.clock.now_ms() > deadline:
-                raise AssertionError(f"commands unfinished after {_PATIENCE} visibility timeouts (virtual): "
-                                     f"{cstore.statuses()}, {queue.stream_length()} messages left")
-            sync.sleep(sc.settings.poll_interval_ms / 1000)
+        _drain(sc, sync, queue, cstore, cmds)
         finished = {c: cstore.status(c) for c in cmds}  # every one terminal: TerminalIsStable from here on
+        if sc.resubmit == "after":
+            called = dict(app.calls)
+            for cmd in cmds:
+                _submit(cli, cmd)
+            _drain(sc, sync, queue, cstore, cmds)
+            if app.calls != called:
+                raise AssertionError(f"finished commands were called again after their resubmission: "
+                                     f"calls {called} -> {app.calls}")
         for c in consumers:
             if not c.close(timeout_s=_PATIENCE * sc.settings.visibility_timeout_ms / 1000):
                 raise AssertionError(f"consumer {c.name} still ran handlers at its close's timeout")
@@ -360,7 +416,7 @@ def run_commands(sc: CommandScenario, sync: Any) -> dict[str, Any]:
         changed = {c: f"{s} -> {cstore.status(c)}" for c, s in finished.items() if cstore.status(c) != s}
         if changed:  # a late attempt (still running as the queue drained) wrote over a finished command
             raise AssertionError(f"finished commands changed status after the queue drained: {changed}")
-        if not sc.lag_ms and not stalls:  # without a fault, near-exactly-once: one external call per command
+        if not sc.lag_ms and not stalls and not sc.resubmit and not sc.call_throws:  # without a fault, near-exactly-once: one external call per command
             twice = {c: k for c, k in app.calls.items() if k > 1}
             if twice:
                 raise AssertionError(f"external calls made twice without a fault: {twice}")
@@ -374,20 +430,42 @@ def run_commands(sc: CommandScenario, sync: Any) -> dict[str, Any]:
         return {c: cstore.status(c) for c in cmds}
 
 
+def _submit(cli: CommandClient, cmd: str) -> None:
+    """The client submits `cmd`, and again while its offer fails (a caller's retry: the id is
+    the idempotency key, so the state written before the failed offer is met)."""
+    while True:
+        try:
+            cli.submit(cmd, f"job {cmd}")
+            return
+        except StoreFault:
+            continue
+
+
+def _drain(sc: CommandScenario, sync: Any, queue: QueueStore, cstore: CommandStore, cmds: list[str]) -> None:
+    """Wait until every message is acked and every command terminal (virtual time)."""
+    deadline = sync.clock.now_ms() + _PATIENCE * sc.settings.visibility_timeout_ms
+    while queue.stream_length() > 0 or any(cstore.status(c) not in TERMINAL for c in cmds):
+        if sync.clock.now_ms() > deadline:
+            raise AssertionError(f"commands unfinished after {_PATIENCE} visibility timeouts (virtual): "
+                                 f"{cstore.statuses()}, {queue.stream_length()} messages left")
+        sync.sleep(sc.settings.poll_interval_ms / 1000)
+
+
 def _stall(sc: CommandScenario, sync: Any, consumer: Consumer, stalls: list[str]) -> Callable[[str], None]:
     """The `before_write` hook of `consumer`'s processor: the run's first write of
     `sc.stall_before` waits `sc.stall_ms` first, its whole process paused meanwhile (poller and
     heartbeat, as a long GC pause would: `chaos.Stalls`' pause, a logged window that excuses
     the lapses of its entry and its guard)."""
     polling = [True]
-    consumer.may_poll = lambda: polling[0]
+    if sc.stall_pauses:
+        consumer.may_poll = lambda: polling[0]
 
     def before_write(status: str) -> None:
         if status != sc.stall_before or stalls:
             return
         stalls.append(consumer.name)
         polling[0] = False  # before the window opens: no poll of the consumer inside it
-        consumer.lag_heartbeat("pause")
+        consumer.lag_heartbeat("pause" if sc.stall_pauses else "heartbeat_lag")
         sync.sleep(sc.stall_ms / 1000)
         consumer.resume_heartbeat()
         polling[0] = True
@@ -411,3 +489,23 @@ commands_cancelled_queued = CommandScenario(name="commands_cancelled_queued", co
 # of 100 ms): a stale write, let through, lands after the command finished.
 commands_stale_write = CommandScenario(name="commands_stale_write", commands=1, cancel=(-1, 0), call_periods=1.0,
                                        stall_before="PROCESSING", stall_ms=1_000)
+# A command resubmitted at once (two messages) on one consumer, whose first attempt stalls past
+# the guard TTL before writing PROCESSING while its poller goes on: the same consumer's next
+# attempt, on the second message, takes the lapsed guard and is in its call when the first one
+# wakes, whose write must be refused (the guard is its node's, but not its attempt's). Once
+# finished, the command is resubmitted again and must neither run nor change.
+commands_resubmitted = CommandScenario(name="commands_resubmitted", consumers=("a",), commands=1, cancel=(-1, 0),
+                                       call_periods=10.0, stall_before="PROCESSING", stall_ms=700,
+                                       stall_pauses=False, resubmit="at_once")
+commands_resubmitted_after = CommandScenario(name="commands_resubmitted_after", commands=2, cancel=(-1, 0),
+                                             resubmit="after")
+# The client's first offer fails after its state write: its resubmission must still offer.
+commands_offer_lost = CommandScenario(name="commands_offer_lost", commands=2, cancel=(-1, 0), offer_faults=1)
+# The stale attempt stalls (its process paused past the guard TTL) just before its external
+# call; the peer takes the guard over: the stale call must be refused.
+commands_stale_call = CommandScenario(name="commands_stale_call", commands=1, cancel=(-1, 0), call_periods=3.0,
+                                      stall_before="external_call", stall_ms=700)
+# Every command's first external call throws once its time is up, after the lag let the peer
+# take the guard over: the failed attempt's early guard release meets the peer's guard.
+commands_call_throws = CommandScenario(name="commands_call_throws", cancel=(-1, 0), call_periods=6.5, lag_ms=700,
+                                       laggers=("a",), call_throws=True)

@@ -40,6 +40,9 @@ SCENARIOS = {
     "engine:stalled_start": engine.stalled_start,
     "engine:failing": engine.failing,
     "engine:failing_stale": engine.failing_stale,
+    "engine:stale_remove": engine.stale_remove,
+    "engine:stale_remove_sqlite": engine.stale_remove_sqlite,
+    "engine:signals_while_due": engine.signals_while_due,
     "queue:long_handlers": queue.long_handlers,
     "queue:self_reclaim": queue.self_reclaim,
     "queue:pool_at_bound": queue.pool_at_bound,
@@ -55,6 +58,12 @@ SCENARIOS = {
     "queue:commands_guard_taken_over": queue.commands_guard_taken_over,
     "queue:commands_cancelled_queued": queue.commands_cancelled_queued,
     "queue:commands_stale_write": queue.commands_stale_write,
+    "queue:commands_stale_call": queue.commands_stale_call,
+    "queue:commands_call_throws": queue.commands_call_throws,
+    "queue:commands_resubmitted": queue.commands_resubmitted,
+    "queue:commands_resubmitted_after": queue.commands_resubmitted_after,
+    "queue:commands_offer_lost": queue.commands_offer_lost,
+    "queue:steady_intake": queue.steady_intake,
 }
 
 
@@ -106,9 +115,24 @@ def test_a_heartbeat_loop_that_stops_after_its_first_beat_is_found(tmp_path: Pat
 
 
 def test_a_pool_that_keeps_counting_a_finished_task_as_running_is_found(tmp_path: Path) -> None:
-    with planted(consumer.ThreadExecutor, "_worker", "self.running -= 1\n                self._cond.notify_all()\n            if not",
-                 "self._cond.notify_all()\n            if not"):
+    with planted(consumer.ThreadExecutor, "_worker", "self.running -= 1\n                self._cond.notify_all()\n                if self.on_return",
+                 "self._cond.notify_all()\n                if self.on_return"):
         _found_and_replayed(queue.pool_at_bound, tmp_path, "messages left unacked")
+
+
+def test_a_poller_woken_at_the_permit_before_its_thread_is_back_is_found_by_pct(tmp_path: Path) -> None:
+    # Found by this scenario on the designed code: woken when a handler gave its permit back,
+    # the poller handed the next entry to a pool that still counted that handler's thread busy,
+    # which refused it (delivered, not run, back a VT later). Under a steady intake the one
+    # retry was refused at each of its reclaims. Now the pool wakes the poller once the thread
+    # is back; this plants the old wake-up.
+    with planted(consumer.Consumer, "_invoke", "        if not self._wake_on_return:\n            self._permit_back.set()",
+                 "        self._permit_back.set()"):
+        x = explore(queue.steady_intake, strategy="pct", runs=10, seed=0)
+        assert x.failed, "not found in 10 PCT schedules"
+        assert "retries starved" in x.failed[0].failure.describe()  # type: ignore[union-attr]
+        again = run_once(queue.steady_intake, load_schedule(save_schedule(x.failed[0].run, tmp_path / "schedule.json")))
+        assert again.failure is not None and again.failure.describe() == x.failed[0].failure.describe()
 
 
 def test_a_default_heartbeat_period_past_the_visibility_timeout_is_found_by_the_default_settings(tmp_path: Path) -> None:
