@@ -41,7 +41,8 @@ check-write-push made without the workflow's lock).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Generator
+import contextlib
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,12 +99,24 @@ class EngineScenario:
         return run(self, sync)
 
 
-def _backend(sc: EngineScenario, sync: Any) -> Any:
+@contextlib.contextmanager
+def _backend(sc: EngineScenario, sync: Any) -> Iterator[Any]:
+    """The run's store: the twin, or a SQLite file in the trace folder (kept with the traces)
+    or in a temporary folder (removed after the run)."""
     if sc.store == "memory":
-        return MemoryBackend()
-    folder = Path(sync.trace_dir) if getattr(sync, "trace_dir", None) else Path(tempfile.mkdtemp(prefix="interleave-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    return open_backend(f"sqlite:///{folder / 'engine.db'}")
+        yield MemoryBackend()
+        return
+    if getattr(sync, "trace_dir", None):
+        folder = Path(sync.trace_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        yield open_backend(f"sqlite:///{folder / 'engine.db'}")
+        return
+    with tempfile.TemporaryDirectory(prefix="interleave-") as tmp:
+        backend = open_backend(f"sqlite:///{Path(tmp) / 'engine.db'}")
+        try:
+            yield backend
+        finally:
+            backend.close()
 
 
 class StepGuards:
@@ -189,7 +202,11 @@ def _quiescent(store: Store, wfs: list[str], nodes: dict[str, Node], monitors: l
 
 def run(sc: EngineScenario, sync: Any) -> dict[str, Any]:
     """Run scenario `sc` on `sync`'s threads; returns what each caller was told."""
-    backend = _backend(sc, sync)
+    with _backend(sc, sync) as backend:
+        return _run(sc, sync, backend)
+
+
+def _run(sc: EngineScenario, sync: Any, backend: Any) -> dict[str, Any]:
     store = Store(backend, lease_ms=sc.settings.lease_ms, bump=sc.gates.bump_task_version_on_honored_lease)
     guards = StepGuards(store)
     shared = sync.calls(guards, "store", cost_ms=sc.cost_ms)  # every transaction a point
