@@ -10,6 +10,7 @@ trace logs); a point is any synchronization the scheduler chose at (locks, event
 
     PYTHONPATH=$PWD python scripts/bench_interleavings.py                   # 10 minutes of search each
     PYTHONPATH=$PWD python scripts/bench_interleavings.py --seconds 60 --schedules 20
+    PYTHONPATH=$PWD python scripts/bench_interleavings.py --space "queue pool_at_bound"    # one space
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probes", type=int, default=50, help="random probes for the space's size (default 50)")
     p.add_argument("--examples", type=int, default=30, help="machine examples (default 30)")
     p.add_argument("--steps", type=int, default=30, help="machine rules per example (default 30)")
+    p.add_argument("--space", action="append", choices=sorted(SPACES), metavar="NAME",
+                   help=f"only this bounded space (repeatable; default every one: {', '.join(SPACES)})")
     args = p.parse_args(argv)
     print(f"{'':32} {'runs':>9} {'seconds':>8} {'runs/s':>10} {'points/s':>10} {'store st/s':>10}")
     for name, sc in SCENARIOS.items():
@@ -101,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in machines(args.examples, args.steps):
         print(line, flush=True)
     for name, sc in SPACES.items():
+        if args.space and name not in args.space:
+            continue
         print(space(name, sc, args.seconds, args.bound, args.probes), flush=True)
     return 0
 
