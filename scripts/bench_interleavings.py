@@ -61,14 +61,19 @@ def space(name: str, scenario, seconds: float, bound: int, probes: int) -> str: 
         products.append(p.product)
     size = estimate(products)
     search = Exhaustive(bound)
-    deadline = time.perf_counter() + seconds
+    began = time.perf_counter()
+    deadline = began + seconds
     while time.perf_counter() < deadline and (strategy := search.next()) is not None:
         search.record(run_once(scenario, strategy))
+    took = time.perf_counter() - began
     distinct = search.runs - search.pruned
-    share = f"{min(100.0, 100 * distinct / size):.2g} % of the estimate" if size else "-"
+    if search.exhausted:  # the search itself counted the whole space: the estimate is moot
+        share = f"all of it: the estimate was {size:,.0f}"
+    else:
+        share = f"{min(100.0, 100 * distinct / size):.2g} % of the estimate" if size else "-"
     return (f"{name:32} bound {bound}: about {size:,.0f} schedules (Knuth's estimate, {probes} random probes: "
-            f"unbiased, heavy-tailed); {search.runs:,} run in {seconds:g} s, {distinct:,} of them not cut short "
-            f"by sleep sets ({share}); the bounded space is {'covered' if search.exhausted else 'not covered'}")
+            f"unbiased, heavy-tailed); {search.runs:,} run in {took:.0f} s of {seconds:g}, {distinct:,} of them not "
+            f"cut short by sleep sets ({share}); the bounded space is {'covered' if search.exhausted else 'not covered'}")
 
 
 def machines(examples: int, steps: int) -> list[str]:
