@@ -240,6 +240,21 @@ Finish ==
                                    status'[i] \notin Terminal \/ msgs'[i] # 0}}, {}>>])
     /\ ConsumedExcused(t, l + 1, Lines, used')
 
+\* Every outcome the spec can give each logged store step: the requirements of a trace set's
+\* spec coverage (conformance/traces/spec_coverage.py reads this table; the system file says
+\* which of them the designed code cannot reach, and why). Explains holds the spec to it.
+Outcomes == [submit_state |-> {"created", "exists"},
+             offer |-> {"added"},
+             receive_new |-> {"delivered"},
+             reclaim |-> {"claimed"},
+             guard_take |-> {"taken", "busy"},
+             guard_renew |-> {"renewed", "lost"},
+             put_if_owner |-> {"written", "refused"},
+             external_call |-> {"called", "refused"},
+             guard_release |-> {"released", "lost"},
+             cancel |-> {"cancelled", "busy", "terminal"},
+             ack |-> {"acked", "failed"}]
+
 \* The line's outcome (and, for the command's own ops, its state) agree with the spec, the
 \* command keeps the properties, and the line is explained.  The cursor and the names are
 \* fixed first (the views read dl'); Consumed last, so that it prints only on success.
@@ -247,6 +262,7 @@ Explains(k, outcome, withState) ==
     /\ l' = l + 1 /\ UNCHANGED t /\ BindK(k) /\ clock' = E.now
     /\ Match(t, l + 1,
              [outcome |-> <<outcome, E.outcome>>,
+              outcome_in_Outcomes |-> <<E.op \in DOMAIN Outcomes /\ outcome \in Outcomes[E.op], TRUE>>,
               \* Without the guard there is no owner to be stale against (tla/README.md).
               NoStaleWrite |-> <<AttemptGuard /\ staleWrite', FALSE>>,
               TerminalIsStable |-> <<firstTerminal'[k] # "NONE" /\ status'[k] # firstTerminal'[k], FALSE>>,

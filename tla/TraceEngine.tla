@@ -114,9 +114,26 @@ Logged(op) ==
     /\ E.wf = Traces[t][1].wf
     /\ E.now = clock
 
+\* Every outcome the spec can give each logged store step: the requirements of a trace set's
+\* spec coverage (conformance/traces/spec_coverage.py reads this table; the system file says
+\* which of them the designed code cannot reach, and why). Agrees holds the spec to it, so the
+\* table cannot miss an outcome the spec gives.
+Outcomes == [create_instance |-> {"created", "exists"},
+             schedule |-> {"inserted", "bumped", "honoured", "overwritten"},
+             schedule_in_memory |-> {"inserted", "bumped", "honoured", "overwritten"},
+             update_instance |-> {"updated", "conflict", "terminal"},
+             fetch |-> {"leased"},
+             run_start |-> {"started"},
+             run_end |-> {"saved", "conflict"},
+             renew |-> {"renewed", "conflict"},
+             remove |-> {"removed", "rerun", "lost", "gone"},
+             reschedule_retry |-> {"rescheduled", "conflict"},
+             mark_failed |-> {"failed", "conflict"}]
+
 \* The logged outcome and state after the step, and `extra` fields, agree with the spec.
 Agrees(outcome, extra) ==
     Match(t, l + 1, [outcome |-> <<outcome, E.outcome>>,
+                     outcome_in_Outcomes |-> <<E.op \in DOMAIN Outcomes /\ outcome \in Outcomes[E.op], TRUE>>,
                      instance |-> <<InstanceView(instance'[W]), E.state.instance>>,
                      task |-> <<TaskView(task'[W]), E.state.task>>] @@ extra)
 

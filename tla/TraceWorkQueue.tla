@@ -233,6 +233,18 @@ Kept(x) == ~Touches /\ LoggedStamp # -1 /\ stamp[x] # -1
 StampKept(x) == IF Kept(x) /\ (stamp[x] - LoggedStamp > ClockSlack[t] \/ LoggedStamp - stamp[x] > ClockSlack[t])
                 THEN <<stamp[x], LoggedStamp>> ELSE <<0, 0>>
 
+\* Every outcome the spec can give each logged store step: the requirements of a trace set's
+\* spec coverage (conformance/traces/spec_coverage.py reads this table; the system file says
+\* which of them the designed code cannot reach, and why). ExplainsRead holds the spec to it.
+Outcomes == [offer |-> {"added"},
+             receive_new |-> {"delivered"},
+             reclaim |-> {"claimed"},
+             invoke_start |-> {"started", "rejected", "duplicate_dropped"},
+             invoke_end |-> {"ended"},
+             renew |-> {"renewed", "refused"},
+             ack |-> {"acked", "failed"},
+             release |-> {"touched", "refused"}]
+
 \* The logged outcome, the idle read `read` (IdleRead) and the PEL record after the step agree
 \* with the spec, the lease has one holder, and the line is explained.
 ExplainsRead(x, outcome, read) ==
@@ -242,6 +254,7 @@ ExplainsRead(x, outcome, read) ==
     /\ polled' = IF E.op \in {"receive_new", "reclaim"} THEN polled \cup {E.node} ELSE polled
     /\ UNCHANGED <<win, stopped>>
     /\ Match(t, l + 1, [outcome |-> <<outcome, E.outcome>>,
+                        outcome_in_Outcomes |-> <<E.op \in DOMAIN Outcomes /\ outcome \in Outcomes[E.op], TRUE>>,
                         idle_read |-> read,
                         entry |-> <<PelView(x), LoggedPel>>,
                         idle |-> <<SpecIdle(x), IdleSeen(x)>>,

@@ -30,11 +30,50 @@ from conformance.report.progress import ItemProgress
 from conformance.traces.batch import TRACE_HEAP_MB, Batch
 from conformance.traces.check import DEFAULT_BATCH, check_traces
 from conformance.traces.coverage import by_source, coverage, source_of
+from conformance.traces.spec_coverage import SpecCoverageError, spec_coverage
 from conformance.traces.read import DEFAULT_LIMITS, Limits, read_trace_file, trace_files
 from conformance.traces.selftest import check_corpus, check_mutants
 from conformance.traces.skips import Skip, allowed_features, counts, judge, skip_line
-from conformance.traces.system import load_systems
+from conformance.traces.system import System, load_systems
 from conformance.traces.trace import Trace, TraceKind, TraceVerdict
+
+
+def _spec_coverage(args: argparse.Namespace, systems: dict[str, System], names: list[str], accepted: list[Trace],
+                   out: dict[str, Any]) -> bool:
+    """Print (and add to `out`, and to --coverage-report) each system's spec coverage; whether
+    it fails the check: a system file whose `unreachable` names no outcome of its spec, or, with
+    --require-spec-coverage, an outcome never shown or one declared unreachable that a trace showed."""
+    failed = False
+    report: dict[str, Any] = {}
+    for name in names:
+        system = systems[name]
+        try:
+            cov = spec_coverage(system, system.spec_path.read_text(encoding="utf-8"), [t for t in accepted if t.system == name])
+        except SpecCoverageError as exc:
+            failed = True
+            report[name] = {"error": str(exc)}
+            if not args.json:
+                print(visible(f"spec coverage: {exc}"))
+            continue
+        if cov is None:
+            report[name] = {"error": f"{system.spec} declares no Outcomes table: no spec coverage"}
+            if not args.json:
+                print(f"spec coverage ({name}): {system.spec} declares no Outcomes table (docs/your-own-system.md)")
+            continue
+        report[name] = cov.to_json()
+        # Shown though declared unreachable: printed, and a failure where coverage is required
+        # (a trace recorded with a gate off may show one rightly: a calibration's run).
+        failed |= args.require_spec_coverage and bool(cov.missing or cov.shown_unreachable)
+        if not args.json:
+            print(visible(cov.summary()))
+    out["spec_coverage"] = report
+    if args.coverage_report is not None:
+        try:
+            args.coverage_report.write_text(json.dumps({"systems": report}, indent=1) + "\n", encoding="utf-8")
+        except OSError as exc:
+            print(f"cannot write the coverage report {args.coverage_report}: {exc}", file=sys.stderr)
+            failed = True
+    return failed
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -62,6 +101,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                        help="with --coverage-per-source: sources matching GLOB (a source's name, e.g. command-redis) "
                             "count toward the whole set's guard but need not meet it by themselves (a wall-clock run "
                             "whose interleavings no seed decides); their lines say so. Repeatable")
+    check.add_argument("--coverage-report", type=Path, metavar="FILE",
+                       help="also write each system's spec coverage as JSON to FILE: every op/outcome of its trace spec's "
+                            "Outcomes table with its count, what no trace showed, and each pair of consecutive steps of "
+                            "one entity with its count")
+    check.add_argument("--require-spec-coverage", action="store_true",
+                       help="fail when an outcome of a trace spec's Outcomes table that the system file does not declare "
+                            "unreachable was never shown")
     check.add_argument("--json", action="store_true", help="print the verdicts as JSON")
     check.add_argument("--junit", type=Path, metavar="FILE", help="also write the verdicts as JUnit XML to FILE, a test case per trace")
     check.add_argument("--html", type=Path, metavar="DIR",
@@ -148,8 +194,9 @@ def _progress(what: str) -> Iterator[dict[str, Any]]:
 
 
 def _write_reports(args: argparse.Namespace, items: list[Any], verdicts: list[TraceVerdict],
-                   systems: dict[str, Any], summary: str, skips: list[Skip]) -> None:
-    """--junit FILE and --html DIR: the same verdicts as XML and as a page with swimlanes."""
+                   systems: dict[str, Any], summary: str, skips: list[Skip], spec_coverage: dict[str, Any]) -> None:
+    """--junit FILE and --html DIR: the same verdicts as XML and as a page with swimlanes (and
+    each system's spec coverage)."""
     where = sys.stderr if args.json else sys.stdout
     if args.junit:
         from conformance.report.junit import traces_junit_xml
@@ -160,9 +207,10 @@ def _write_reports(args: argparse.Namespace, items: list[Any], verdicts: list[Tr
                                                skip_notes={s.source: s.note(args.allow_skip) for s in skips}),
                               encoding="utf-8")
     if args.html:
-        from conformance.report.html import trace_sections, traces_html, write_report
+        from conformance.report.html import coverage_tables, trace_sections, traces_html, write_report
 
-        page = write_report(args.html, traces_html(verdicts, trace_sections(items, verdicts, systems), summary))
+        page = write_report(args.html, traces_html(verdicts, trace_sections(items, verdicts, systems), summary,
+                                                   coverage=coverage_tables(spec_coverage)))
         print(f"HTML report: {page}", file=where)
 
 
@@ -240,9 +288,6 @@ def run_check(args: argparse.Namespace) -> int:
         if skips:
             print(skip_line(skips, allowed))
 
-    # The page's summary names the skips too: its table shows a skip as passing, allowed or not.
-    _write_reports(args, items, verdicts, systems, "; ".join(x for x in (out["summary"], skip_line(skips, allowed)) if x), skips)
-
     accepted = [i for i, v in zip(items, verdicts) if isinstance(i, Trace) and v.kind is TraceKind.ACCEPTED]
     in_scope = {i.system for i, v in zip(items, verdicts) if isinstance(i, Trace) and v.kind is not TraceKind.SKIPPED}
     out["coverage"] = {}
@@ -257,6 +302,10 @@ def run_check(args: argparse.Namespace) -> int:
                 print(visible(f"coverage guard: {name} traces never showed {', '.join(cov.missing)}"))
     if args.coverage_per_source:
         failed |= _per_source(args, files, items, verdicts, systems, out) and not args.no_coverage
+    failed |= _spec_coverage(args, systems, sorted(in_scope & set(systems)), accepted, out)
+    # The page's summary names the skips too: its table shows a skip as passing, allowed or not.
+    _write_reports(args, items, verdicts, systems, "; ".join(x for x in (out["summary"], skip_line(skips, allowed)) if x), skips,
+                   out["spec_coverage"])
 
     if args.self_test:
         with _progress("mutant batches") as p:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from markupsafe import Markup
 
@@ -103,18 +104,41 @@ def trace_sections(items: list[Trace | TraceVerdict], verdicts: list[TraceVerdic
 
 
 def traces_html(verdicts: list[TraceVerdict], sections: list[Section], summary: str,
-                title: str = "leaseproof traces check") -> str:
-    """The report page of `leaseproof traces check` (pure)."""
+                title: str = "leaseproof traces check", coverage: list[dict[str, Any]] | None = None) -> str:
+    """The report page of `leaseproof traces check` (pure), with each system's spec coverage
+    (`coverage_tables`) after the verdicts."""
     anchors = {s.heading: s.anchor for s in sections}
     rows = [TableRow((v.source, v.kind.value, v.describe()), v.kind in (TraceKind.ACCEPTED, TraceKind.SKIPPED),
                      anchors.get(v.source)) for v in verdicts]
-    return _page(title, ("trace", "verdict", "why"), rows, summary, sections)
+    return _page(title, ("trace", "verdict", "why"), rows, summary, sections, coverage or [])
 
 
-def _page(title: str, columns: tuple[str, ...], rows: list[TableRow], summary: str, sections: list[Section]) -> str:
+def coverage_tables(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The spec coverage JSON (`SpecCoverage.to_json` by system) as the page's tables: one row
+    per op/outcome of the spec's table, with its count; never shown: a failing row; declared
+    unreachable: the reason."""
+    tables = []
+    for system, cov in sorted(report.items()):
+        if "error" in cov:
+            tables.append({"system": system, "heading": f"{system}: {cov['error']}", "rows": []})
+            continue
+        rows = []
+        for key, n in cov["outcomes"].items():
+            why = cov["unreachable"].get(key)
+            note = f"declared unreachable: {why}" if why is not None else ("never shown" if n == 0 else "")
+            rows.append({"key": key, "n": n, "note": note, "passed": n > 0 or why is not None})
+        tables.append({"system": system, "rows": rows,
+                       "heading": f"{system} ({cov['spec']}): {cov['covered']} of {cov['required']} op outcomes, "
+                                  f"{len(cov['pairs'])} distinct pairs of consecutive steps, {cov['traces']} accepted traces"})
+    return tables
+
+
+def _page(title: str, columns: tuple[str, ...], rows: list[TableRow], summary: str, sections: list[Section],
+          coverage: list[dict[str, Any]] | None = None) -> str:
     svgs = [Markup(swimlane_svg(s.swimlane, f"svg-{s.anchor}")) for s in sections]  # escaped by its own template
     return environment().get_template("report.html.j2").render(
-        title=title, columns=columns, rows=rows, summary=summary, sections=list(zip(sections, svgs)))
+        title=title, columns=columns, rows=rows, summary=summary, sections=list(zip(sections, svgs)),
+        coverage=coverage or [])
 
 
 def write_report(directory: Path, html: str) -> Path:

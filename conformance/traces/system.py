@@ -44,6 +44,9 @@ class System:
     faults: frozenset[str] = frozenset()
     out_of_scope: dict[str, str] = field(default_factory=dict)
     header: dict[str, Field] = field(default_factory=dict)
+    # op/outcome -> why: outcomes of the trace spec's Outcomes table the designed code cannot
+    # reach (spec coverage does not require them: conformance/traces/spec_coverage.py)
+    unreachable: dict[str, str] = field(default_factory=dict)
 
 
 @cache
@@ -96,7 +99,7 @@ def load_system(path: Path, tla_dir: Path) -> System:
         time_fields=tuple(data.get("time_fields", ())), timeout=float(data.get("timeout", 300)),
         mutations=mutations, coverage=data.get("coverage", {}), entity=data.get("entity"),
         faults=frozenset(data.get("faults", ())), out_of_scope=dict(data.get("out_of_scope", {})),
-        header=header,
+        header=header, unreachable=dict(data.get("unreachable", {})),
     )
 
 
