@@ -73,6 +73,11 @@ try "engine sim" lp engine sim --seeds 20 --workflows 8 --trace-dir "$out/engine
 # per seed, its callers died with it, and few workflows got past their first run.
 try "engine sim with faults" lp engine sim --seeds 20 --first-seed 100 --workflows 8 --crash-rate 0.0005 --pause-rate 0.02 --stale-fraction 1.0 --trace-dir "$out/engine-sim-faults"
 
+# Model-guided: a behaviour of the small model (guided/engine.yaml) for every outcome of
+# TraceEngine's Outcomes table, the engine driven along each on SQLite (conformance/guided).
+step "engine: model-guided workloads on SQLite"
+try "engine guided" lp guided --system engine --store sqlite --out "$out/engine-guided"
+
 step "engine: 2 node processes on SQLite"
 try "engine run on SQLite" lp engine run --nodes 2 --workflows 200 --stale-fraction 0.5 --store "sqlite:///$out/engine.sqlite3" --trace-dir "$out/engine-sqlite/scheduler-signals"
 try "engine run on SQLite, signals in memory" lp engine run --nodes 2 --workflows 100 --seed 1 --stale-fraction 0.5 \

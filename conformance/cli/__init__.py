@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "conformance.cli.replay",
     "conformance.cli.mutate",
     "conformance.cli.interleave",
+    "conformance.cli.guided",
     "impl.engine.cli",
     "impl.workqueue.cli",
 )

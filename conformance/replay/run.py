@@ -29,6 +29,7 @@ from conformance.replay.map import Schedule
 ADAPTERS = {
     "MCEngine": ("conformance.replay.map", "impl.engine.replay"),
     "Engine": ("conformance.replay.map", "impl.engine.replay"),
+    "ReachEngine": ("conformance.replay.map", "impl.engine.replay"),  # model-guided workloads (conformance/guided)
     "MCWorkQueue": ("conformance.replay.workqueue_map", "impl.workqueue.replay"),
     "WorkQueue": ("conformance.replay.workqueue_map", "impl.workqueue.replay"),
     "MCCommandQueue": ("conformance.replay.command_map", "impl.workqueue.command_replay"),

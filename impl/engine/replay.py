@@ -35,6 +35,7 @@ from typing import Any
 from impl.engine import decide
 from impl.engine.effects import Call
 from impl.engine.errors import ReplayError
+from impl.engine.export import write_traces
 from impl.engine.model import ACTIVE_TASK_STATUSES, Gates, Instance, Settings, TaskKey
 from impl.engine.replay_steps import TICK_MS, Blocked, Runner, caller_phase, take_step
 from impl.engine.urls import node_backends
@@ -175,11 +176,13 @@ LIVENESS = ("EventuallyDone", "CallersAnswered")
 
 
 def replay(schedule: Mapping[str, Any], *, store: str = "memory://", workdir: Path | None = None,
-           prefix: str | None = None) -> Replay:
+           prefix: str | None = None, trace_dir: Path | None = None) -> Replay:
     """Run `schedule` (from `conformance.replay.map.Schedule.to_json`) on the engine.
 
     `store` is `memory://` (the twin), `sqlite` (a fresh file with one connection per node) or
     any store URL `open_backend` takes (MariaDB: its tables under `prefix`, dropped afterwards).
+    With `trace_dir`, the steps the store committed are written there as traces (one per
+    workflow, not drained: the schedule may end anywhere), however the replay ended.
 
     >>> replay({"model": "m", "property": "NoOverlappingRuns", "gates": {}, "constants": {},
     ...         "steps": [{"state": 2, "action": "FireTimer", "node": "n1", "wf": "w1", "slot": None,
@@ -234,6 +237,10 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", workdir: Pa
         return result
     finally:
         first = backends[nodes[0]]
+        if trace_dir is not None:
+            trace_dir.mkdir(parents=True, exist_ok=True)
+            write_traces(first.read_events(), trace_dir, gates=gates, settings=settings, nodes=list(nodes),
+                         run=str(schedule.get("model") or "replay"))
         if not store.startswith("memory"):
             first.drop_schema()
         for b in {id(b): b for b in backends.values()}.values():

@@ -1,0 +1,64 @@
+"""`leaseproof guided --system engine`: drive the implementation along the model's paths.
+
+For every outcome of the system's trace spec (its Outcomes table, less what the system file
+declares unreachable), TLC finds a shortest behaviour of the small model `guided/<system>.yaml`
+that takes that step with that outcome; the replay runs it on the implementation, writes each
+store's trace and validates it against the trace spec. One line per target:
+
+    ok         the code took the model's path and its trace, accepted, shows the outcome
+    unreached  no behaviour of the base model takes the step (the model, not the code)
+    FINDING    the model can, the code cannot (the replay was blocked at a step), an action
+               with no implementation step (unmapped), a rejected trace, or no trace showing it
+
+Exit status: 0 when no target is a finding and every target was reached, 1 otherwise, 2 for a
+usage error (a system without guided workloads, an unknown target, no TLC).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from conformance.output.safe_text import visible
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add the `guided` command."""
+    p = sub.add_parser("guided", help="run the model-guided workloads: reach every outcome of the spec on the code",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--system", default="engine", help="the system (default engine)")
+    p.add_argument("--root", type=Path, default=Path("."), help="the project holding guided/, tla/ and traces/systems (default: .)")
+    p.add_argument("--store", default="memory://",
+                   help="where the replays keep their rows: memory:// (the twin, default), sqlite, or a store URL")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="write the reach models and the traces under DIR (DIR/traces/<op>-<outcome>/); default: a temporary directory")
+    p.add_argument("--target", action="append", metavar="OP/OUTCOME", help="only this target (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from conformance.guided.run import run_guided
+
+    with tempfile.TemporaryDirectory(prefix="lp-guided-") as tmp:
+        out = args.out or Path(tmp)
+        results = run_guided(args.root, args.system, out, store=args.store, only=args.target)
+        bad = [r for r in results if r.finding is not None or r.model != "reached"]
+        shown = sum(1 for r in results if r.model == "reached" and r.finding is None)
+        summary = (f"{args.system}: {shown} of {len(results)} targets reached by the model and taken by the code "
+                   f"on {args.store}, every trace accepted; {len(bad)} not")
+        if args.json:
+            print(json.dumps({"system": args.system, "store": args.store, "summary": summary, "targets": [
+                {"target": r.target.name, "model": r.model, "steps": r.steps, "replay": r.replay, "reason": r.reason,
+                 "traces": [str(p) for p in r.traces] if args.out else len(r.traces), "rejected": r.rejected,
+                 "shown": r.shown, "finding": r.finding, "seconds": round(r.seconds, 2)} for r in results]}, indent=1))
+        else:
+            for r in results:
+                print(visible(r.line()))
+            print(summary)
+            if args.out:
+                print(f"traces: {args.out / 'traces'}", file=sys.stderr)
+    return 1 if bad else 0

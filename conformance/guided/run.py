@@ -1,0 +1,141 @@
+"""Run the model-guided workloads of one system: reach each target in TLC, replay its behaviour
+on the implementation, write and validate the traces. Side effects: TLC, the stores, files."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from conformance.check.runner import Tlc, check_model
+from conformance.errors import LeaseproofError
+from conformance.guided.targets import REACH_MODULES, Target, missing_properties, reach_model, targets
+from conformance.models.model import load_model
+from conformance.replay.run import ADAPTERS, plain_states
+from conformance.report.json_report import verdict_json
+from conformance.traces.spec_coverage import outcomes_table, unreachable_of
+from conformance.traces.system import load_systems
+
+
+class GuidedError(LeaseproofError):
+    """The system has no model-guided workloads (no reach module, base model or Outcomes table)."""
+
+
+@dataclass
+class GuidedResult:
+    """One target: whether the model reached it, how the replay on the code went, its traces."""
+
+    target: Target
+    model: str = ""  # "reached" (a behaviour of N steps), "not reached", or TLC's other verdict
+    steps: int = 0
+    replay: str = "-"  # the adapter's verdict: held (every step taken), blocked, unmapped, reproduced
+    reason: str = ""
+    traces: list[Path] = field(default_factory=list)
+    rejected: dict[str, str] = field(default_factory=dict)  # trace -> why it was not accepted
+    shown: bool = False  # a trace of the replay shows the target's op with its outcome
+    seconds: float = 0.0
+
+    @property
+    def finding(self) -> str | None:
+        """What this target shows wrong, if anything (None: the code took the model's path)."""
+        if self.model != "reached":
+            return None if self.model == "not reached" else f"the model check ended {self.model}"
+        if self.replay == "blocked":
+            return f"the model can, the code cannot: {self.reason}"
+        if self.replay == "unmapped":
+            return f"unmapped: {self.reason}"
+        if self.replay != "held":
+            return f"replay {self.replay}: {self.reason}"
+        if self.rejected:
+            return "trace rejected: " + "; ".join(f"{Path(k).name}: {v}" for k, v in self.rejected.items())
+        if not self.shown:
+            return f"the replay took every step, but no trace shows {self.target.name}"
+        return None
+
+    def line(self) -> str:
+        what = self.finding
+        status = "ok" if self.model == "reached" and what is None else ("unreached" if self.model == "not reached" else "FINDING")
+        tail = f" - {what}" if what else ""
+        return (f"{status:9} {self.target.name:34} model {self.model}"
+                f"{f' in {self.steps} steps' if self.steps else ''}, replay {self.replay}, "
+                f"{len(self.traces)} trace(s) ({self.seconds:.1f} s){tail}")
+
+
+def _shows(path: Path, t: Target) -> bool:
+    """Whether the trace file at `path` has a line of `t`'s op with its outcome."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and event.get("op") == t.op and event.get("outcome") == t.outcome:
+            return True
+    return False
+
+
+def run_guided(root: Path, system: str, out: Path, *, store: str = "memory://", tlc: Tlc | None = None,
+               only: list[str] | None = None, validate: bool = True) -> list[GuidedResult]:
+    """Reach, replay and validate every target of `system` (or those named in `only`), writing
+    the reach models and the traces under `out`."""
+    if system not in REACH_MODULES:
+        raise GuidedError(f"no model-guided workloads for {system!r} yet (systems with a reach module: "
+                          f"{', '.join(sorted(REACH_MODULES))})")
+    sysm = load_systems(root)[system]
+    table = outcomes_table(sysm.spec_path.read_text(encoding="utf-8"), f"{sysm.spec}.tla")
+    if table is None:
+        raise GuidedError(f"{sysm.spec} declares no Outcomes table: there is nothing to reach")
+    wanted = targets(table, unreachable_of(sysm, table, f"the {system} system file"))
+    if only:
+        unknown = sorted(set(only) - {t.name for t in wanted})
+        if unknown:
+            raise GuidedError(f"no target {unknown}; the targets: {', '.join(t.name for t in wanted)}")
+        wanted = [t for t in wanted if t.name in only]
+    module = REACH_MODULES[system]
+    lacking = missing_properties((root / "tla" / f"{module}.tla").read_text(encoding="utf-8"), wanted)
+    if lacking:
+        raise GuidedError(f"tla/{module}.tla defines no reach property for {', '.join(lacking)}")
+    base = yaml.safe_load((root / "guided" / f"{system}.yaml").read_text(encoding="utf-8"))
+    tlc = tlc or Tlc.locate()
+    mapper_name, adapter_name = ADAPTERS[module]
+    mapper, adapter = importlib.import_module(mapper_name), importlib.import_module(adapter_name)
+    results = []
+    for t in wanted:
+        began = time.perf_counter()
+        r = GuidedResult(t)
+        path = out / "models" / f"reach_{t.op}_{t.outcome}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(reach_model(base, t), sort_keys=False), encoding="utf-8")
+        model = load_model(path, (root / "tla",))
+        verdict = plain_states(verdict_json(check_model(model, tlc)))
+        kind = verdict.get("kind")
+        if kind == "ok":
+            r.model = "not reached"
+            r.reason = "no behaviour of the base model takes this step (widen guided/<system>.yaml)"
+        elif kind == "violated" and verdict.get("counterexample"):
+            r.model = "reached"
+            constants: dict[str, Any] = {k: c.value for k, c in model.constants.items()}
+            sched = mapper.schedule_of(model.name, verdict, constants)
+            r.steps = len(sched.steps)
+            trace_dir = out / "traces" / f"{t.op}-{t.outcome}"
+            result = adapter.replay(sched.to_json(), store=store, trace_dir=trace_dir)
+            r.replay, r.reason = result.verdict, result.reason
+            r.traces = sorted(trace_dir.glob("*.ndjson"))
+            r.shown = any(_shows(p, t) for p in r.traces)
+        else:
+            r.model = str(kind)
+            r.reason = str(verdict.get("detail") or verdict.get("message") or "")
+        r.seconds = time.perf_counter() - began
+        results.append(r)
+    if validate:
+        from conformance.interleave.validate import trace_validator
+
+        paths = [p for r in results for p in r.traces]
+        verdicts = trace_validator(root)(paths) if paths else {}
+        for r in results:
+            r.rejected = {str(p): verdicts[p] for p in r.traces if p in verdicts}
+    return results
