@@ -90,4 +90,13 @@ Never_mark_failed_failed == [][~Reach_mark_failed_failed]_vars
 Reach_mark_failed_conflict == \E n \in Nodes, w \in Workflows, s \in Slots : MarkFailed(n, w, s) /\ FinishOutcome(n, w, s) # "ok"
 Never_mark_failed_conflict == [][~Reach_mark_failed_conflict]_vars
 
+\* Situations (guided/engine.yaml `situations`): a step and outcome in a particular state.
+\* A stale remove refused while another node holds the lease it lost (the coverage guard's
+\* "stale finish refused while another node holds the lease"), not after it simply lapsed.
+Reach_remove_lost_under_live_lease ==
+    \E n \in Nodes, w \in Workflows, s \in Slots :
+        /\ Remove(n, w, s) /\ FinishOutcome(n, w, s) = "lost"
+        /\ task[w].status = "RUNNING" /\ task[w].run_after > clock
+        /\ \E m \in Nodes \ {n} : HoldsLease(m, w)
+Never_remove_lost_under_live_lease == [][~Reach_remove_lost_under_live_lease]_vars
 =============================================================================

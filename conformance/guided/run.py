@@ -14,7 +14,7 @@ import yaml
 
 from conformance.check.runner import Tlc, check_model
 from conformance.errors import LeaseproofError
-from conformance.guided.targets import REACH_MODULES, Target, missing_properties, reach_model, targets
+from conformance.guided.targets import REACH_MODULES, Target, missing_properties, reach_model, situations, targets
 from conformance.models.model import load_model
 from conformance.replay.run import ADAPTERS, plain_states
 from conformance.report.json_report import verdict_json
@@ -54,7 +54,7 @@ class GuidedResult:
         if self.rejected:
             return "trace rejected: " + "; ".join(f"{Path(k).name}: {v}" for k, v in self.rejected.items())
         if not self.shown:
-            return f"the replay took every step, but no trace shows {self.target.name}"
+            return f"the replay took every step, but no trace shows {self.target.op}/{self.target.outcome}"
         return None
 
     def line(self) -> str:
@@ -90,6 +90,7 @@ def run_guided(root: Path, system: str, out: Path, *, store: str = "memory://", 
     if table is None:
         raise GuidedError(f"{sysm.spec} declares no Outcomes table: there is nothing to reach")
     wanted = targets(table, unreachable_of(sysm, table, f"the {system} system file"))
+    wanted += situations(yaml.safe_load((root / "guided" / f"{system}.yaml").read_text(encoding="utf-8")))
     if only:
         unknown = sorted(set(only) - {t.name for t in wanted})
         if unknown:
@@ -107,7 +108,7 @@ def run_guided(root: Path, system: str, out: Path, *, store: str = "memory://", 
     for t in wanted:
         began = time.perf_counter()
         r = GuidedResult(t)
-        path = out / "models" / f"reach_{t.op}_{t.outcome}.yaml"
+        path = out / "models" / f"reach_{t.slug}.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.safe_dump(reach_model(base, t), sort_keys=False), encoding="utf-8")
         model = load_model(path, (root / "tla",))
@@ -121,7 +122,7 @@ def run_guided(root: Path, system: str, out: Path, *, store: str = "memory://", 
             constants: dict[str, Any] = {k: c.value for k, c in model.constants.items()}
             sched = mapper.schedule_of(model.name, verdict, constants)
             r.steps = len(sched.steps)
-            trace_dir = out / "traces" / f"{t.op}-{t.outcome}"
+            trace_dir = out / "traces" / t.slug
             result = adapter.replay(sched.to_json(), store=store, trace_dir=trace_dir)
             r.replay, r.reason = result.verdict, result.reason
             r.traces = sorted(trace_dir.glob("*.ndjson"))

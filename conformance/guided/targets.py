@@ -16,18 +16,37 @@ REACH_MODULES = {"engine": "ReachEngine"}
 
 @dataclass(frozen=True)
 class Target:
-    """One op and outcome of the trace spec, to be reached."""
+    """One op and outcome of the trace spec, to be reached; a situation also names its own
+    property (a state the step must be taken in), and its traces must show the op and outcome."""
 
     op: str
     outcome: str
+    situation: str = ""  # e.g. remove_lost_under_live_lease: Never_<situation> in the reach module
 
     @property
     def name(self) -> str:
-        return f"{self.op}/{self.outcome}"
+        return self.situation or f"{self.op}/{self.outcome}"
 
     @property
-    def property(self) -> str:
-        return f"Never_{self.op}_{self.outcome}"
+    def reach_property(self) -> str:
+        return f"Never_{self.situation or f'{self.op}_{self.outcome}'}"
+
+    @property
+    def slug(self) -> str:
+        return self.situation or f"{self.op}-{self.outcome}"
+
+
+def situations(base: dict[str, Any]) -> list[Target]:
+    """The base model file's `situations` (name -> {shows: op/outcome, why}) as targets.
+
+    >>> [t.reach_property for t in situations({"situations": {"x_late": {"shows": "remove/lost", "why": "w"}}})]
+    ['Never_x_late']
+    """
+    out = []
+    for name, s in (base.get("situations") or {}).items():
+        op, _, outcome = str(s["shows"]).partition("/")
+        out.append(Target(op, outcome, str(name)))
+    return out
 
 
 def targets(table: dict[str, frozenset[str]], unreachable: dict[str, str]) -> list[Target]:
@@ -45,11 +64,12 @@ def reach_model(base: dict[str, Any], target: Target) -> dict[str, Any]:
     >>> reach_model({"name": "b", "module": "ReachEngine", "invariants": ["TypeOK"]}, Target("fetch", "leased"))["properties"]
     ['Never_fetch_leased']
     """
-    return {**base, "name": f"reach_{target.op}_{target.outcome}", "properties": [target.property],
-            "expect": {"verdict": "violated", "property": target.property},
+    base = {k: v for k, v in base.items() if k != "situations"}
+    return {**base, "name": f"reach_{target.slug.replace('-', '_')}", "properties": [target.reach_property],
+            "expect": {"verdict": "violated", "property": target.reach_property},
             "why": f"A reach target of the model-guided workloads: a behaviour that takes {target.name}."}
 
 
 def missing_properties(module_text: str, wanted: list[Target]) -> list[str]:
     """The targets whose property the reach module does not define (each needs one)."""
-    return [t.name for t in wanted if f"\n{t.property} ==" not in f"\n{module_text}"]
+    return [t.name for t in wanted if f"\n{t.reach_property} ==" not in f"\n{module_text}"]
