@@ -99,4 +99,12 @@ Reach_remove_lost_under_live_lease ==
         /\ task[w].status = "RUNNING" /\ task[w].run_after > clock
         /\ \E m \in Nodes \ {n} : HoldsLease(m, w)
 Never_remove_lost_under_live_lease == [][~Reach_remove_lost_under_live_lease]_vars
+
+\* A run that adopted one rerun (its renewal met a bump and took the row's version) meets a
+\* second bump at its next renewal: two renew conflicts in a row.
+Reach_renew_conflict_after_adopting ==
+    \E n \in Nodes, w \in Workflows, s \in Slots :
+        /\ Renew(n, w, s) /\ work[n][w][s].owed
+        /\ ~(task[w].status \in LiveTask /\ task[w].version = work[n][w][s].version)
+Never_renew_conflict_after_adopting == [][~Reach_renew_conflict_after_adopting]_vars
 =============================================================================
