@@ -66,6 +66,18 @@ class GuidedResult:
                 f"{len(self.traces)} trace(s) ({self.seconds:.1f} s){tail}")
 
 
+def _base_model(root: Path, system: str) -> dict[str, Any]:
+    """The system's base model (`guided/<system>.yaml`) as data, or a GuidedError saying why not."""
+    path = root / "guided" / f"{system}.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise GuidedError(f"cannot read the base model {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise GuidedError(f"{path}: not a model file (a mapping of name, module, constants, ...)")
+    return data
+
+
 def _shows(path: Path, t: Target) -> bool:
     """Whether the trace file at `path` has a line of `t`'s op with its outcome."""
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -90,7 +102,8 @@ def run_guided(root: Path, system: str, out: Path, *, store: str = "memory://", 
     if table is None:
         raise GuidedError(f"{sysm.spec} declares no Outcomes table: there is nothing to reach")
     wanted = targets(table, unreachable_of(sysm, table, f"the {system} system file"))
-    wanted += situations(yaml.safe_load((root / "guided" / f"{system}.yaml").read_text(encoding="utf-8")))
+    base = _base_model(root, system)
+    wanted += situations(base)
     if only:
         unknown = sorted(set(only) - {t.name for t in wanted})
         if unknown:
@@ -100,7 +113,6 @@ def run_guided(root: Path, system: str, out: Path, *, store: str = "memory://", 
     lacking = missing_properties((root / "tla" / f"{module}.tla").read_text(encoding="utf-8"), wanted)
     if lacking:
         raise GuidedError(f"tla/{module}.tla defines no reach property for {', '.join(lacking)}")
-    base = yaml.safe_load((root / "guided" / f"{system}.yaml").read_text(encoding="utf-8"))
     tlc = tlc or Tlc.locate()
     mapper_name, adapter_name = ADAPTERS[module]
     mapper, adapter = importlib.import_module(mapper_name), importlib.import_module(adapter_name)

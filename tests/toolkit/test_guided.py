@@ -4,6 +4,7 @@ validated; a bug on such a path is found."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -72,3 +73,15 @@ def test_the_command_prints_a_line_per_target_and_fails_on_a_finding(tmp_path: P
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("ok        fetch/leased") and "1 of 1 targets" in proc.stdout
     assert list((tmp_path / "traces" / "fetch-leased").glob("*.ndjson"))
+
+
+def test_a_missing_or_unreadable_base_model_is_an_error_that_names_it(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    for part in ("tla", "traces"):
+        shutil.copytree(ROOT / part, root / part)
+    with pytest.raises(GuidedError, match=r"cannot read the base model .*guided/engine.yaml"):
+        run_guided(root, "engine", tmp_path / "out")
+    (root / "guided").mkdir()
+    (root / "guided" / "engine.yaml").write_text("- a list\n", encoding="utf-8")
+    with pytest.raises(GuidedError, match="not a model file"):
+        run_guided(root, "engine", tmp_path / "out")

@@ -146,3 +146,14 @@ def test_the_html_report_shows_each_outcome_with_its_count_gaps_failing_and_reas
     assert '<tr class="fail"><td>remove/lost</td><td>0</td><td>never shown</td>' in page
     assert "declared unreachable: with &lt;gate&gt; off" in page and "<gate>" not in page
     assert "engine (TraceEngine): 2 of 4 op outcomes, 1 distinct pairs" in page
+
+
+@pytest.mark.tlc
+def test_a_coverage_report_that_cannot_be_written_fails_the_check_and_says_where(tmp_path: Path) -> None:
+    (tmp_path / "plain").write_text("a file, not a folder", encoding="utf-8")
+    report = tmp_path / "plain" / "coverage.json"
+    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "traces", "check", "--root", str(ROOT), "--no-coverage",
+                           "--coverage-report", str(report), str(_corpus("workqueue")[0])],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1
+    assert f"cannot write the coverage report {report}" in proc.stderr
