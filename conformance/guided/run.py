@@ -116,11 +116,13 @@ def run_guided(root: Path, system: str, out: Path, *, store: str = "memory://", 
     tlc = tlc or Tlc.locate()
     mapper_name, adapter_name = ADAPTERS[module]
     mapper, adapter = importlib.import_module(mapper_name), importlib.import_module(adapter_name)
+    # The implementation's errors, by name as the adapter is (conformance never imports impl).
+    impl_error: type[Exception] = importlib.import_module("impl.errors").ImplError
     results = []
     for t in wanted:
         began = time.perf_counter()
         r = GuidedResult(t)
-        path = out / "models" / f"reach_{t.slug}.yaml"
+        path = out / "models" / f"reach_{t.slug.replace('-', '_')}.yaml"  # the model's name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.safe_dump(reach_model(base, t), sort_keys=False), encoding="utf-8")
         model = load_model(path, (root / "tla",))
@@ -132,11 +134,14 @@ def run_guided(root: Path, system: str, out: Path, *, store: str = "memory://", 
         elif kind == "violated" and verdict.get("counterexample"):
             r.model = "reached"
             constants: dict[str, Any] = {k: c.value for k, c in model.constants.items()}
-            sched = mapper.schedule_of(model.name, verdict, constants)
-            r.steps = len(sched.steps)
             trace_dir = out / "traces" / t.slug
-            result = adapter.replay(sched.to_json(), store=store, trace_dir=trace_dir)
-            r.replay, r.reason = result.verdict, result.reason
+            try:
+                sched = mapper.schedule_of(model.name, verdict, constants)
+                r.steps = len(sched.steps)
+                result = adapter.replay(sched.to_json(), store=store, trace_dir=trace_dir)
+                r.replay, r.reason = result.verdict, result.reason
+            except (LeaseproofError, impl_error) as exc:  # one target's error, not the run's
+                r.replay, r.reason = "error", f"{type(exc).__name__}: {exc}"
             r.traces = sorted(trace_dir.glob("*.ndjson"))
             r.shown = any(_shows(p, t) for p in r.traces)
         else:
