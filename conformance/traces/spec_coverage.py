@@ -112,6 +112,7 @@ class SpecCoverage:
 
     @property
     def covered(self) -> list[str]:
+        """The required op/outcomes some accepted trace showed."""
         return [k for k in self.required if self.seen[k]]
 
     @property
@@ -121,7 +122,8 @@ class SpecCoverage:
 
     @property
     def shown_unreachable(self) -> list[str]:
-        """Outcomes declared unreachable that a trace showed all the same: the declaration is wrong."""
+        """Outcomes declared unreachable that a trace showed all the same: the declaration is
+        wrong, or the trace was recorded with a gate off (a calibration's run)."""
         return sorted(k for k in self.unreachable if self.seen[k])
 
     def summary(self) -> str:
