@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # system -> the reach module that defines Never_<op>_<outcome> for each of its targets.
-REACH_MODULES = {"engine": "ReachEngine"}
+REACH_MODULES = {"engine": "ReachEngine", "workqueue": "ReachWorkQueue"}
 
 
 @dataclass(frozen=True)

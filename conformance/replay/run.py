@@ -32,6 +32,7 @@ ADAPTERS = {
     "ReachEngine": ("conformance.replay.map", "impl.engine.replay"),  # model-guided workloads (conformance/guided)
     "MCWorkQueue": ("conformance.replay.workqueue_map", "impl.workqueue.replay"),
     "WorkQueue": ("conformance.replay.workqueue_map", "impl.workqueue.replay"),
+    "ReachWorkQueue": ("conformance.replay.workqueue_map", "impl.workqueue.replay"),  # conformance/guided
     "MCCommandQueue": ("conformance.replay.command_map", "impl.workqueue.command_replay"),
     "CommandQueue": ("conformance.replay.command_map", "impl.workqueue.command_replay"),
 }

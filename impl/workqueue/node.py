@@ -44,6 +44,9 @@ class QueueNode:
         self._hb_lock = sync.Lock()
         # Test hook: runs between the read and the claim of the non-atomic renewal.
         self.between_renew_check_and_claim: Callable[[str], None] | None = None
+        # Replay hook: runs between a call's invoke_end and its ack or release (two store steps,
+        # between which a peer's poll may land).
+        self.between_end_and_settle: Callable[[str], None] | None = None
         self.stats: dict[str, int] = {"delivered": 0, "reclaimed": 0, "dropped": 0, "rejected": 0,
                                       "acked": 0, "ack_failed": 0, "renew_refused": 0}
 
@@ -141,12 +144,16 @@ class QueueNode:
             with self._hb_lock:
                 self.active.remove(inv)
                 self._end(inv, result)
+            if self.between_end_and_settle is not None:
+                self.between_end_and_settle(inv.entry)
             self._settle(inv, result)
         finally:
             self._release_permit(inv, result)
 
     def _complete(self, inv: Invocation, result: str) -> None:
         self._end(inv, result)
+        if self.between_end_and_settle is not None:
+            self.between_end_and_settle(inv.entry)
         self._settle(inv, result)
 
     def _end(self, inv: Invocation, result: str) -> None:

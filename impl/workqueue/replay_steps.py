@@ -58,6 +58,11 @@ class Runner:
         self.lines: list[Line] = []  # the replay's lines (the hook of a renewal adds to them)
         self.done: set[int] = set()  # steps already taken (inside a renewal's hook)
         self.claim: str | None = None  # set by a non-atomic renewal's hook: its claim's step
+        self.lag_windows: set[str] = set()  # consumers with a heartbeat_lag window open in the trace
+        self.dropped: set[tuple[str, str]] = set()  # (consumer, entry): a poll's self-reclaim, dropped
+        # An InvokeEnd's step index -> the steps the model puts before its ack or release that do
+        # not commute with them: run between finish's invoke_end and its settle (replay.py).
+        self.settle_between: dict[int, list[int]] = {}
 
     def now(self) -> int:
         return self.clock.now_ms()
@@ -85,6 +90,18 @@ class Runner:
             raise Blocked(f"{e} was never offered")
         return self.ids[e]
 
+    def close_lag(self, c: str) -> None:
+        """End c's heartbeat_lag window in the trace (its heartbeat is on time again)."""
+        if c in self.lag_windows:
+            self.lag_windows.discard(c)
+            self.store.line(c, "heartbeat_lag", "end")
+
+    def open_lag(self, c: str) -> None:
+        """Open a heartbeat_lag window of c in the trace: a lapse of what c holds is its doing."""
+        if c not in self.lag_windows:
+            self.lag_windows.add(c)
+            self.store.line(c, "heartbeat_lag", "start")
+
     def up(self, c: str) -> QueueNode:
         if c in self.paused:
             raise Blocked(f"{c} is paused")
@@ -108,20 +125,29 @@ def take_step(r: Runner, s: dict[str, Any]) -> str:
         r.undelivered.add(r.ids[e])
         return f"offered as {r.ids[e]}"
     if a == "Pause":
+        r.close_lag(c)  # the pause's window covers what the lag's did
+        r.store.line(c, "pause", "start")
         r.paused.add(c)
         r.lagging |= {(c, x) for (n, x) in r.invs if n == c}
         return "paused: its leases may lapse"
     if a == "Close":
+        r.store.line(c, "close", "injected")
         r.closing.add(c)
         waits = r.gates.close_waits_for_handlers
         return "closing: no more polls, " + ("heartbeat on until its calls end" if waits else "heartbeat stopped")
     if a == "Resume":
         r.paused.discard(c)
+        r.store.line(c, "pause", "end")
+        if any(n == c for n, _ in r.lagging):
+            r.open_lag(c)  # what the pause left lagging stays late until its next renewal
         return "resumed"
     if a == "HeartbeatLag":
         r.lagging.add((c, e))
+        r.open_lag(c)
         return "its heartbeat runs late"
     if a == "Crash":
+        r.close_lag(c)
+        r.store.line(c, "crash", "injected")
         r.nodes[c] = QueueNode(r.store, c, r.clock, r.settings, r.gates)
         r.invs = {k: v for k, v in r.invs.items() if k[0] != c}
         r.paused.discard(c)
@@ -129,16 +155,22 @@ def take_step(r: Runner, s: dict[str, Any]) -> str:
     if a in ("ReceiveNew", "Reclaim", "EmptyPoll"):
         return _poll(r, s)
     if a == "InvokeStart":
+        if (c, e) in r.dropped and d.get("outcome") == "duplicate_dropped":
+            r.dropped.discard((c, e))
+            return "duplicate_dropped (logged by the node at its poll)"
         inv = r.invs.get((c, e))
         if inv is None:
             raise Blocked(f"{c} holds no hand-off of {e}")
         node = r.up(c)
         if d.get("outcome") == "rejected":
+            r.store.line(c, "reject", "injected")
             node.reject(inv)
             r.invs.pop((c, e))
             return "rejected"
+        if d.get("outcome") == "duplicate_dropped":
+            raise Blocked(f"{c} runs no second hand-off of {e}: the node drops a duplicate at its poll")
         if d.get("outcome") != "started":
-            raise Blocked(f"{c}'s {e} is {d.get('outcome')} in the model; the node drops a duplicate at its poll")
+            raise Blocked(f"{c}'s {e} is {d.get('outcome')} in the model")
         node.start(inv)
         return "started"
     if a in ("Renew", "RenewCheck"):
@@ -153,11 +185,22 @@ def take_step(r: Runner, s: dict[str, Any]) -> str:
         ack = next((x for x in r.steps[i + 1:] if x["action"] == "Ack" and (x["node"], x["wf"]) == (c, e)), None)
         if ack is not None and ack["detail"].get("outcome") == "failed":
             r.store.faults.fail("ack", c)
+        node = r.up(c)
+        between = [r.steps[k] for k in r.settle_between.get(i, [])]
+        if between:
+            def hook(entry: str) -> None:
+                r.lines.append(Line(len(r.lines) + 1, describe(s), f"ended {d.get('result')}", r.rows()))
+                _run_between(r, between, "the end and the settle of the call")
+            node.between_end_and_settle = hook
         try:
-            r.up(c).finish(inv, d.get("result", "done"))
+            node.finish(inv, d.get("result", "done"))
         except StoreFault:
             pass  # the planned ack failure (the model's Ack failed)
+        finally:
+            node.between_end_and_settle = None
         r.lagging.discard((c, e))
+        if not any(n == c for n, _ in r.lagging):
+            r.close_lag(c)
         evs = r.new_events()
         return f"ended {d.get('result')}, then {_outcome(evs, 'ack') or _outcome(evs, 'release') or 'nothing'}"
     if a in ("Ack", "Release"):
@@ -169,12 +212,25 @@ def _poll(r: Runner, s: dict[str, Any]) -> str:
     a, c, e = s["action"], s["node"], s["wf"]
     if c in r.closing:
         raise Blocked(f"{c} is closing: it polls no more")
+    r.new_events()  # what came before is not this poll's
     inv = r.up(c).poll_and_admit()
+    if inv is None and a == "Reclaim" and e in r.ids:
+        dropped = [ev for ev in r.new_events() if ev.get("op") == "invoke_start"
+                   and ev.get("outcome") == "duplicate_dropped" and ev.get("node") == c]
+        if dropped:  # a self-reclaim of the entry c runs: the node drops it at once
+            r.dropped.add((c, e))
+            r.touched[r.ids[e]] = r.now()
+            r.touched_by[r.ids[e]] = f"reclaimed by {c} (its own)"
+            return "delivered (reclaim) and dropped: the node runs it already"
     if a == "EmptyPoll":
         if inv is not None:
             raise Blocked(f"{c}'s poll delivers {inv.entry}; in the model it finds nothing")
         return "nothing"
     if inv is None:
+        permits = r.nodes[c].permits
+        if permits.bounded and permits.in_use >= permits.capacity:
+            raise Blocked(f"{c} has no free permit ({permits.in_use} of {permits.capacity} in use: a call's permit "
+                          "comes back once its ack or release is done, where the model gives it back at InvokeEnd)")
         if a == "Reclaim" and e in r.ids and r.ids[e] in r.touched:
             t, who = r.touched[r.ids[e]], r.touched_by.get(r.ids[e], "?")
             raise Blocked(f"{c}'s poll delivers nothing: {e} has been idle {r.now() - t} ms, under the visibility "
@@ -229,6 +285,7 @@ def _renew(r: Runner, s: dict[str, Any]) -> str:
 
         node.between_renew_check_and_claim = hook
     lost = inv.lost
+    r.close_lag(c)  # a renewal by c: its lag, if any, is over
     try:
         node.heartbeat()
     finally:
@@ -246,13 +303,14 @@ def _renew(r: Runner, s: dict[str, Any]) -> str:
     return "refused" if refused else "renewed"
 
 
-def _run_between(r: Runner, steps: list[dict[str, Any]]) -> None:
-    """The steps the schedule puts between a non-atomic renewal's read and its claim."""
+def _run_between(r: Runner, steps: list[dict[str, Any]], where: str = "the read and the claim of the renewal") -> None:
+    """The steps the schedule puts between two store steps of one call (a non-atomic renewal's
+    read and claim, a call's end and its settle), taken inside the node's hook."""
     for s in steps:
         try:
             outcome = take_step(r, s)
         except Blocked as b:
-            raise Blocked(f"between the read and the claim of the renewal, {describe(s)}: {b}") from None
+            raise Blocked(f"between {where}, {describe(s)}: {b}") from None
         r.lines.append(Line(len(r.lines) + 1, describe(s), outcome, r.rows()))
         r.done.add(id(s))
 
@@ -278,6 +336,7 @@ def _tick(r: Runner) -> str:
             # when the spec's elapsed has reached MaxProc (Heartbeats: elapsed < MaxProc).
             r.advance(nxt - 1 - r.now())
         r.new_events()  # what came before is not this heartbeat's
+        r.close_lag(c)
         r.nodes[c].heartbeat()
         renewed = _outcome(r.new_events(), "renew")
         if renewed == "renewed":

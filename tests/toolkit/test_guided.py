@@ -1,6 +1,6 @@
-"""Model-guided workloads (conformance/guided): every outcome of TraceEngine's Outcomes table is
-reached by a behaviour of the small model, which the engine is driven along, and its trace is
-validated; a bug on such a path is found."""
+"""Model-guided workloads (conformance/guided): every outcome of TraceEngine's and
+TraceWorkQueue's Outcomes tables is reached by a behaviour of the small model, which the engine
+or the queue's nodes are driven along, and its trace is validated; a bug on such a path is found."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from conformance.guided.targets import REACH_MODULES, missing_properties, target
 from conformance.traces.spec_coverage import outcomes_table, unreachable_of
 from conformance.traces.system import load_systems
 from impl.engine import decide
+from impl.workqueue.node import QueueNode
 from tests.interleave.planting import planted
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,8 +40,8 @@ def test_the_reach_module_defines_a_property_for_every_target() -> None:
 def test_an_unknown_target_or_system_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(GuidedError, match="no target"):
         run_guided(ROOT, "engine", tmp_path, only=["remove/vanished"])
-    with pytest.raises(GuidedError, match="no model-guided workloads for 'workqueue'"):
-        run_guided(ROOT, "workqueue", tmp_path)
+    with pytest.raises(GuidedError, match="no model-guided workloads for 'command'"):
+        run_guided(ROOT, "command", tmp_path)
 
 
 @pytest.mark.tlc
@@ -73,6 +74,27 @@ def test_the_command_prints_a_line_per_target_and_fails_on_a_finding(tmp_path: P
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("ok        fetch/leased") and "1 of 1 targets" in proc.stdout
     assert list((tmp_path / "traces" / "fetch-leased").glob("*.ndjson"))
+
+
+@pytest.mark.tlc
+def test_the_queue_stale_paths_are_reached_taken_by_the_nodes_and_their_traces_accepted(tmp_path: Path) -> None:
+    # A stale renewal and a stale release meeting a peer's live ownership, and a self-reclaim
+    # after a heartbeat lag (dropped): each trace carries the fault lines that excuse its lapse.
+    results = run_guided(ROOT, "workqueue", tmp_path, only=["renew_refused_under_live_owner",
+                         "release_refused_under_live_owner", "invoke_start/duplicate_dropped"])
+    assert [r.finding for r in results] == [None, None, None], [r.line() for r in results]
+    assert all(r.model == "reached" and r.replay == "held" and r.shown and r.traces for r in results)
+    lag = (tmp_path / "traces" / "invoke_start-duplicate_dropped").glob("*.ndjson")
+    assert '"op": "heartbeat_lag", "outcome": "start"' in next(lag).read_text(encoding="utf-8")
+
+
+@pytest.mark.tlc
+def test_a_release_without_its_owner_check_is_a_finding(tmp_path: Path) -> None:
+    # The node's release touches the entry whoever owns it: the model's stale release is refused.
+    with planted(QueueNode, "_settle", "check_owner=self.gates.renew_owner_check", "check_owner=False"):
+        (r,) = run_guided(ROOT, "workqueue", tmp_path, only=["release_refused_under_live_owner"])
+    assert r.model == "reached"
+    assert r.finding is not None and "trace rejected" in r.finding, r.line()
 
 
 def test_a_missing_or_unreadable_base_model_is_an_error_that_names_it(tmp_path: Path) -> None:
