@@ -9,7 +9,9 @@
 # (a node had two calls of one workflow in flight; tests/engine/recording.py). Each source there
 # (out/traces/engine-sim, engine-sqlite, ..., tests) must meet the coverage guard by itself
 # (--coverage-per-source: one line per source and system), the multi-process Redis run
-# (command-redis) too.
+# (command-redis) too; and the whole set must show every outcome its trace spec allows, less
+# what the system file declares unreachable with a reason (--require-spec-coverage: the
+# model-guided sources, engine-guided and workqueue-guided, reach each one).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 python="${PYTHON:-python3}"
@@ -21,6 +23,7 @@ fi
 have_path=no
 for a in "$@"; do [ -e "$a" ] && have_path=yes; done
 if [ "$have_path" = no ]; then
-  set -- --allow-skip direct_calls --allow-skip concurrent_calls --coverage-per-source "$@" "$root/out/traces"
+  set -- --allow-skip direct_calls --allow-skip concurrent_calls --coverage-per-source --require-spec-coverage \
+    "$@" "$root/out/traces"
 fi
 exec "$python" -m conformance.cli traces check --root "$root" "$@"

@@ -113,10 +113,16 @@ step "work queue and command layer: seeded simulations"
 sims workqueue "$out/workqueue-sim"
 sims command "$out/command-sim"
 
+# Model-guided: a behaviour of the small model (guided/workqueue.yaml) for every outcome of
+# TraceWorkQueue's Outcomes table, the queue's nodes driven along each (conformance/guided).
+step "work queue: model-guided workloads on fakeredis"
+try "workqueue guided" lp guided --system workqueue --out "$out/workqueue-guided"
+
 if reachable "$redis_url"; then
   step "work queue and command layer: the same seeded simulations on Redis (warped clock)"
   sims workqueue "$out/workqueue-sim-redis" --redis "$redis_url"
   sims command "$out/command-sim-redis" --redis "$redis_url"
+  try "workqueue guided on Redis" lp guided --system workqueue --store "$redis_url" --out "$out/workqueue-guided-redis"
   step "command layer: 2 consumer processes on Redis"
   try "command run on Redis" lp workqueue run --consumers 2 --commands 50 --redis "$redis_url" --trace-dir "$out/command-redis"
 else

@@ -8,3 +8,7 @@ for counterexamples), each store's trace is written, and every trace is validate
 trace spec (`run.py`). A step the model takes and the code cannot is a finding (`blocked`); an
 action without an implementation step is `unmapped`, never skipped silently.
 """
+
+from conformance.guided.own import Blocked, Unmapped
+
+__all__ = ["Blocked", "Unmapped"]

@@ -14,6 +14,7 @@ import yaml
 
 from conformance.check.runner import Tlc, check_model
 from conformance.errors import LeaseproofError
+from conformance.guided.own import OwnReplayError, load_own_replay, run_own
 from conformance.guided.targets import REACH_MODULES, Target, missing_properties, reach_model, situations, targets
 from conformance.models.model import load_model
 from conformance.replay.run import ADAPTERS, plain_states
@@ -94,30 +95,45 @@ def run_guided(root: Path, system: str, out: Path, *, store: str = "memory://", 
                only: list[str] | None = None, validate: bool = True) -> list[GuidedResult]:
     """Reach, replay and validate every target of `system` (or those named in `only`), writing
     the reach models and the traces under `out`."""
-    if system not in REACH_MODULES:
-        raise GuidedError(f"no model-guided workloads for {system!r} yet (systems with a reach module: "
-                          f"{', '.join(sorted(REACH_MODULES))})")
-    sysm = load_systems(root)[system]
+    if not (root / "guided" / f"{system}.yaml").exists():
+        raise GuidedError(f"no model-guided workloads for {system!r}: no base model guided/{system}.yaml "
+                          f"(leaseproof's own: {', '.join(sorted(REACH_MODULES))}; docs/your-own-system.md)")
+    systems = load_systems(root)
+    if system not in systems:
+        raise GuidedError(f"no system file for {system!r} in {root / 'traces' / 'systems'}")
+    sysm = systems[system]
+    base = _base_model(root, system)
     table = outcomes_table(sysm.spec_path.read_text(encoding="utf-8"), f"{sysm.spec}.tla")
     if table is None:
         raise GuidedError(f"{sysm.spec} declares no Outcomes table: there is nothing to reach")
     wanted = targets(table, unreachable_of(sysm, table, f"the {system} system file"))
-    base = _base_model(root, system)
     wanted += situations(base)
     if only:
         unknown = sorted(set(only) - {t.name for t in wanted})
         if unknown:
             raise GuidedError(f"no target {unknown}; the targets: {', '.join(t.name for t in wanted)}")
         wanted = [t for t in wanted if t.name in only]
-    module = REACH_MODULES[system]
-    lacking = missing_properties((root / "tla" / f"{module}.tla").read_text(encoding="utf-8"), wanted)
+    module = str(base.get("module") or "")
+    try:
+        module_text = (root / "tla" / f"{module}.tla").read_text(encoding="utf-8")
+    except OSError as exc:
+        raise GuidedError(f"guided/{system}.yaml: cannot read its module tla/{module}.tla: {exc}") from None
+    lacking = missing_properties(module_text, wanted)
     if lacking:
         raise GuidedError(f"tla/{module}.tla defines no reach property for {', '.join(lacking)}")
+    if "replay" in base:  # the user's own replay file
+        own, mapper, adapter = load_own_replay(root, base["replay"]), None, None
+        impl_error: type[Exception] = OwnReplayError
+    elif module in ADAPTERS:
+        own = None
+        mapper_name, adapter_name = ADAPTERS[module]
+        mapper, adapter = importlib.import_module(mapper_name), importlib.import_module(adapter_name)
+        # The implementation's errors, by name as the adapter is (conformance never imports impl).
+        impl_error = importlib.import_module("impl.errors").ImplError
+    else:
+        raise GuidedError(f"guided/{system}.yaml names no replay (replay: FILE.py) and leaseproof has no adapter "
+                          f"for {module} (docs/your-own-system.md, model-guided workloads)")
     tlc = tlc or Tlc.locate()
-    mapper_name, adapter_name = ADAPTERS[module]
-    mapper, adapter = importlib.import_module(mapper_name), importlib.import_module(adapter_name)
-    # The implementation's errors, by name as the adapter is (conformance never imports impl).
-    impl_error: type[Exception] = importlib.import_module("impl.errors").ImplError
     results = []
     for t in wanted:
         began = time.perf_counter()
@@ -136,12 +152,21 @@ def run_guided(root: Path, system: str, out: Path, *, store: str = "memory://", 
             constants: dict[str, Any] = {k: c.value for k, c in model.constants.items()}
             trace_dir = out / "traces" / t.slug
             try:
-                sched = mapper.schedule_of(model.name, verdict, constants)
-                r.steps = len(sched.steps)
-                result = adapter.replay(sched.to_json(), store=store, trace_dir=trace_dir)
+                if own is not None:
+                    r.steps = len(verdict["counterexample"]["states"]) - 1
+                    result = run_own(own, verdict, constants, trace_dir)
+                else:
+                    assert mapper is not None and adapter is not None
+                    sched = mapper.schedule_of(model.name, verdict, constants)
+                    r.steps = len(sched.steps)
+                    result = adapter.replay(sched.to_json(), store=store, trace_dir=trace_dir)
                 r.replay, r.reason = result.verdict, result.reason
             except (LeaseproofError, impl_error) as exc:  # one target's error, not the run's
                 r.replay, r.reason = "error", f"{type(exc).__name__}: {exc}"
+            except Exception as exc:  # a user's replay failing is that target's error, shown
+                if own is None:
+                    raise
+                r.replay, r.reason = "error", f"the replay raised {type(exc).__name__}: {exc}"
             r.traces = sorted(trace_dir.glob("*.ndjson"))
             r.shown = any(_shows(p, t) for p in r.traces)
         else:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-# system -> the reach module that defines Never_<op>_<outcome> for each of its targets.
+# leaseproof's own systems -> the reach module that defines Never_<op>_<outcome> for each of its
+# targets (their base models name it too; a user's base model names its own).
 REACH_MODULES = {"engine": "ReachEngine", "workqueue": "ReachWorkQueue"}
 
 
@@ -64,7 +65,7 @@ def reach_model(base: dict[str, Any], target: Target) -> dict[str, Any]:
     >>> reach_model({"name": "b", "module": "ReachEngine", "invariants": ["TypeOK"]}, Target("fetch", "leased"))["properties"]
     ['Never_fetch_leased']
     """
-    base = {k: v for k, v in base.items() if k != "situations"}
+    base = {k: v for k, v in base.items() if k not in ("situations", "replay")}  # not a model file's
     return {**base, "name": f"reach_{target.slug.replace('-', '_')}", "properties": [target.reach_property],
             "expect": {"verdict": "violated", "property": target.reach_property},
             "why": f"A reach target of the model-guided workloads: a behaviour that takes {target.name}."}

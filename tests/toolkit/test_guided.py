@@ -101,9 +101,66 @@ def test_a_missing_or_unreadable_base_model_is_an_error_that_names_it(tmp_path: 
     root = tmp_path / "project"
     for part in ("tla", "traces"):
         shutil.copytree(ROOT / part, root / part)
-    with pytest.raises(GuidedError, match=r"cannot read the base model .*guided/engine.yaml"):
+    with pytest.raises(GuidedError, match=r"no model-guided workloads for 'engine': no base model guided/engine.yaml"):
         run_guided(root, "engine", tmp_path / "out")
     (root / "guided").mkdir()
     (root / "guided" / "engine.yaml").write_text("- a list\n", encoding="utf-8")
     with pytest.raises(GuidedError, match="not a model file"):
         run_guided(root, "engine", tmp_path / "out")
+
+
+# -- a user's own system: the fixture project's job lease (docs/your-own-system.md) ----------------
+PROJECT = ROOT / "tests" / "fixtures" / "project"
+
+
+@pytest.mark.tlc
+def test_a_users_system_is_driven_along_every_outcome_by_its_own_replay(tmp_path: Path) -> None:
+    results = run_guided(PROJECT, "joblease", tmp_path)
+    assert [(r.target.name, r.finding) for r in results] == [(r.target.name, None) for r in results]
+    assert len(results) == 7 and all(r.model == "reached" and r.replay == "held" and r.shown for r in results)
+
+
+@pytest.mark.tlc
+def test_a_users_planted_bug_is_a_step_the_code_cannot_take(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The known-bad trace's bug: a renewal that checks only the expiry. The model's stale
+    # renewal is refused while the other worker holds the slot; the planted slot renews it.
+    monkeypatch.syspath_prepend(str(PROJECT))
+    import joblease
+
+    with planted(joblease.Slot, "renew", "owns = self.owner == worker or not self.check_owner_on_renew", "owns = True"):
+        (r,) = run_guided(PROJECT, "joblease", tmp_path, only=["renew_lost_while_other_holds"])
+    assert r.replay == "blocked" and r.finding is not None
+    assert r.finding.startswith("the model can, the code cannot: step 2 renew(w2)"), r.finding
+    assert "answers 'renewed', the model 'lost'" in r.finding
+
+
+def _own_project(tmp_path: Path, replay_py: str | None) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(PROJECT, root)
+    if replay_py is None:
+        (root / "joblease_guided.py").unlink()
+    else:
+        (root / "joblease_guided.py").write_text(replay_py, encoding="utf-8")
+    return root
+
+
+def test_a_users_replay_file_that_is_missing_or_has_no_replay_is_an_error(tmp_path: Path) -> None:
+    from conformance.guided.own import OwnReplayError
+
+    with pytest.raises(OwnReplayError, match="no file .*joblease_guided.py"):
+        run_guided(_own_project(tmp_path / "a", None), "joblease", tmp_path / "out")
+    with pytest.raises(OwnReplayError, match="defines no function replay"):
+        run_guided(_own_project(tmp_path / "b", "def play(states): pass\n"), "joblease", tmp_path / "out")
+    with pytest.raises(OwnReplayError, match="importing .* failed: ZeroDivisionError"):
+        run_guided(_own_project(tmp_path / "c", "1 / 0\n"), "joblease", tmp_path / "out")
+
+
+@pytest.mark.tlc
+def test_a_users_replay_that_raises_is_that_targets_error_and_unmapped_is_named(tmp_path: Path) -> None:
+    crash = "def replay(states, *, constants, trace_dir):\n    raise KeyError('last')\n"
+    (r,) = run_guided(_own_project(tmp_path / "a", crash), "joblease", tmp_path / "out", only=["acquire/busy"])
+    assert r.replay == "error" and r.finding is not None and "KeyError" in r.finding
+    unmapped = ("from conformance.guided import Unmapped\n"
+                "def replay(states, *, constants, trace_dir):\n    raise Unmapped('step 1 Acquiring: no call')\n")
+    (r,) = run_guided(_own_project(tmp_path / "b", unmapped), "joblease", tmp_path / "out2", only=["acquire/busy"])
+    assert r.replay == "unmapped" and r.finding == "unmapped: step 1 Acquiring: no call"
