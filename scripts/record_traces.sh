@@ -113,10 +113,12 @@ step "work queue and command layer: seeded simulations"
 sims workqueue "$out/workqueue-sim"
 sims command "$out/command-sim"
 
-# Model-guided: a behaviour of the small model (guided/workqueue.yaml) for every outcome of
-# TraceWorkQueue's Outcomes table, the queue's nodes driven along each (conformance/guided).
-step "work queue: model-guided workloads on fakeredis"
+# Model-guided: a behaviour of the small model (guided/workqueue.yaml, guided/command.yaml)
+# for every outcome of TraceWorkQueue's and TraceCommandQueue's Outcomes tables, the queue's
+# nodes or the command layer driven along each (conformance/guided).
+step "work queue and command layer: model-guided workloads on fakeredis"
 try "workqueue guided" lp guided --system workqueue --out "$out/workqueue-guided"
+try "command guided" lp guided --system command --out "$out/command-guided"
 
 if reachable "$redis_url"; then
   step "work queue and command layer: the same seeded simulations on Redis (warped clock)"

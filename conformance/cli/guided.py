@@ -7,11 +7,14 @@ store's trace and validates it against the trace spec. One line per target:
 
     ok         the code took the model's path and its trace, accepted, shows the outcome
     unreached  no behaviour of the base model takes the step (the model, not the code)
+    declared   the base model declares the outcome outside the model (`outside_model`, with
+               why: only the trace spec's implementation quirks give it); not run
     FINDING    the model can, the code cannot (the replay was blocked at a step), an action
                with no implementation step (unmapped), a rejected trace, or no trace showing it
 
-Exit status: 0 when no target is a finding and every target was reached, 1 otherwise, 2 for a
-usage error (a system without guided workloads, an unknown target, no TLC).
+Exit status: 0 when no target is a finding and every target not declared outside the model
+was reached, 1 otherwise, 2 for a usage error (a system without guided workloads, an unknown
+target, no TLC).
 """
 
 from __future__ import annotations
@@ -41,15 +44,17 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.guided.run import run_guided
+    from conformance.guided.run import OUTSIDE, run_guided
 
     with tempfile.TemporaryDirectory(prefix="lp-guided-") as tmp:
         out = args.out or Path(tmp)
         results = run_guided(args.root, args.system, out, store=args.store, only=args.target)
-        bad = [r for r in results if r.finding is not None or r.model != "reached"]
+        outside = [r for r in results if r.model == OUTSIDE]
+        bad = [r for r in results if r.finding is not None or r.model not in ("reached", OUTSIDE)]
         shown = sum(1 for r in results if r.model == "reached" and r.finding is None)
-        summary = (f"{args.system}: {shown} of {len(results)} targets reached by the model and taken by the code "
-                   f"on {args.store}, every trace accepted; {len(bad)} not")
+        summary = (f"{args.system}: {shown} of {len(results) - len(outside)} targets reached by the model and taken by "
+                   f"the code on {args.store}, every trace accepted; {len(bad)} not"
+                   + (f"; {len(outside)} declared outside the model" if outside else ""))
         if args.json:
             print(json.dumps({"system": args.system, "store": args.store, "summary": summary, "targets": [
                 {"target": r.target.name, "model": r.model, "steps": r.steps, "replay": r.replay, "reason": r.reason,

@@ -15,12 +15,17 @@ import yaml
 from conformance.check.runner import Tlc, check_model
 from conformance.errors import LeaseproofError
 from conformance.guided.own import OwnReplayError, load_own_replay, run_own
-from conformance.guided.targets import REACH_MODULES, Target, missing_properties, reach_model, situations, targets
+from conformance.guided.targets import (REACH_MODULES, Target, missing_properties, outside_model, reach_model,
+                                        situations, targets)
 from conformance.models.model import load_model
 from conformance.replay.run import ADAPTERS, plain_states
 from conformance.report.json_report import verdict_json
 from conformance.traces.spec_coverage import outcomes_table, unreachable_of
 from conformance.traces.system import load_systems
+
+
+# A target the base model declares outside the model (`outside_model`: no step of it there).
+OUTSIDE = "outside the model"
 
 
 class GuidedError(LeaseproofError):
@@ -45,7 +50,7 @@ class GuidedResult:
     def finding(self) -> str | None:
         """What this target shows wrong, if anything (None: the code took the model's path)."""
         if self.model != "reached":
-            return None if self.model == "not reached" else f"the model check ended {self.model}"
+            return None if self.model in ("not reached", OUTSIDE) else f"the model check ended {self.model}"
         if self.replay == "blocked":
             return f"the model can, the code cannot: {self.reason}"
         if self.replay == "unmapped":
@@ -60,7 +65,10 @@ class GuidedResult:
 
     def line(self) -> str:
         what = self.finding
-        status = "ok" if self.model == "reached" and what is None else ("unreached" if self.model == "not reached" else "FINDING")
+        status = ("ok" if self.model == "reached" and what is None else "unreached" if self.model == "not reached"
+                  else "declared" if self.model == OUTSIDE else "FINDING")
+        if self.model == OUTSIDE:
+            return f"{status:9} {self.target.name:34} outside the model: {self.reason}"
         tail = f" - {what}" if what else ""
         return (f"{status:9} {self.target.name:34} model {self.model}"
                 f"{f' in {self.steps} steps' if self.steps else ''}, replay {self.replay}, "
@@ -107,6 +115,10 @@ def run_guided(root: Path, system: str, out: Path, *, store: str = "memory://", 
     if table is None:
         raise GuidedError(f"{sysm.spec} declares no Outcomes table: there is nothing to reach")
     wanted = targets(table, unreachable_of(sysm, table, f"the {system} system file"))
+    try:
+        outside = outside_model(base, table, f"guided/{system}.yaml")
+    except ValueError as exc:
+        raise GuidedError(str(exc)) from None
     wanted += situations(base)
     if only:
         unknown = sorted(set(only) - {t.name for t in wanted})
@@ -118,7 +130,7 @@ def run_guided(root: Path, system: str, out: Path, *, store: str = "memory://", 
         module_text = (root / "tla" / f"{module}.tla").read_text(encoding="utf-8")
     except OSError as exc:
         raise GuidedError(f"guided/{system}.yaml: cannot read its module tla/{module}.tla: {exc}") from None
-    lacking = missing_properties(module_text, wanted)
+    lacking = missing_properties(module_text, [t for t in wanted if t.name not in outside])
     if lacking:
         raise GuidedError(f"tla/{module}.tla defines no reach property for {', '.join(lacking)}")
     if "replay" in base:  # the user's own replay file
@@ -138,6 +150,10 @@ def run_guided(root: Path, system: str, out: Path, *, store: str = "memory://", 
     for t in wanted:
         began = time.perf_counter()
         r = GuidedResult(t)
+        if t.name in outside:  # printed with its reason, never run
+            r.model, r.reason = OUTSIDE, outside[t.name]
+            results.append(r)
+            continue
         path = out / "models" / f"reach_{t.slug.replace('-', '_')}.yaml"  # the model's name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(yaml.safe_dump(reach_model(base, t), sort_keys=False), encoding="utf-8")

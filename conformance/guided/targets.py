@@ -12,7 +12,9 @@ from typing import Any
 
 # leaseproof's own systems -> the reach module that defines Never_<op>_<outcome> for each of its
 # targets (their base models name it too; a user's base model names its own).
-REACH_MODULES = {"engine": "ReachEngine", "workqueue": "ReachWorkQueue"}
+REACH_MODULES = {"engine": "ReachEngine", "workqueue": "ReachWorkQueue", "command": "ReachCommandQueue"}
+# A base model's keys that are not a model file's.
+GUIDED_KEYS = ("situations", "replay", "outside_model")
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,27 @@ def situations(base: dict[str, Any]) -> list[Target]:
     return out
 
 
+def outside_model(base: dict[str, Any], table: dict[str, frozenset[str]], where: str) -> dict[str, str]:
+    """The base model's `outside_model` (op/outcome -> why no behaviour of the model takes it),
+    each checked against `table`: naming an outcome the spec does not have is an error.
+
+    >>> outside_model({"outside_model": {"ack/failed": "no such step"}}, {"ack": frozenset({"failed"})}, "b")
+    {'ack/failed': 'no such step'}
+    """
+    declared = base.get("outside_model") or {}
+    if not isinstance(declared, dict):
+        raise ValueError(f"{where}: outside_model must map op/outcome to the reason")
+    out = {}
+    for name, why in declared.items():
+        op, _, outcome = str(name).partition("/")
+        if outcome not in table.get(op, frozenset()):
+            raise ValueError(f"{where}: outside_model names {name!r}, which is no outcome of the spec's Outcomes table")
+        if not isinstance(why, str) or not why.strip():
+            raise ValueError(f"{where}: outside_model {name!r} needs the reason")
+        out[str(name)] = " ".join(why.split())
+    return out
+
+
 def targets(table: dict[str, frozenset[str]], unreachable: dict[str, str]) -> list[Target]:
     """Every op/outcome of `table` not declared unreachable, in a stable order.
 
@@ -65,7 +88,7 @@ def reach_model(base: dict[str, Any], target: Target) -> dict[str, Any]:
     >>> reach_model({"name": "b", "module": "ReachEngine", "invariants": ["TypeOK"]}, Target("fetch", "leased"))["properties"]
     ['Never_fetch_leased']
     """
-    base = {k: v for k, v in base.items() if k not in ("situations", "replay")}  # not a model file's
+    base = {k: v for k, v in base.items() if k not in GUIDED_KEYS}  # not a model file's
     return {**base, "name": f"reach_{target.slug.replace('-', '_')}", "properties": [target.reach_property],
             "expect": {"verdict": "violated", "property": target.reach_property},
             "why": f"A reach target of the model-guided workloads: a behaviour that takes {target.name}."}

@@ -56,7 +56,27 @@ def _worker(p: Mapping[str, Any], q: Mapping[str, Any], w: str, gates: Mapping[s
     return None
 
 
+def _named(p: Mapping[str, Any], q: Mapping[str, Any], gates: Mapping[str, bool], index: int) -> Step | None:
+    """The step a behaviour of tla/ReachCommandQueue.tla names in `lastStep`, where the states
+    alone do not tell it (a lost guard renewal ends the attempt as a refused write does; a
+    refused cancel changes nothing): None where they do."""
+    named = q.get("lastStep")
+    if not isinstance(named, Mapping):
+        return None
+    name, of = named.get("step"), named.get("of")
+    if name == "GuardRenew" and of in (q.get("pc") or {}):
+        lost = p["pc"][of] != "idle" and q["pc"][of] == "idle"
+        return Step(index, "GuardRenew", of, p["cmdOf"][of], detail={"outcome": "lost" if lost else "renewed"})
+    if name == "Cancel" and of in (q.get("status") or {}) and p["status"][of] == q["status"][of]:
+        return Step(index, "Cancel", None, of,
+                    detail={"outcome": "terminal" if p["status"][of] in ("SUCCEEDED", "FAILED", "CANCELLED") else "busy"})
+    return None
+
+
 def _step(p: Mapping[str, Any], q: Mapping[str, Any], gates: Mapping[str, bool], index: int) -> Step | None:
+    named = _named(p, q, gates, index)
+    if named is not None:
+        return named
     for w in sorted(q.get("pc") or {}):
         if (p["pc"][w], p["wmode"][w], p["stale"][w], p["checked"][w]) != \
                 (q["pc"][w], q["wmode"][w], q["stale"][w], q["checked"][w]):

@@ -35,6 +35,7 @@ ADAPTERS = {
     "ReachWorkQueue": ("conformance.replay.workqueue_map", "impl.workqueue.replay"),  # conformance/guided
     "MCCommandQueue": ("conformance.replay.command_map", "impl.workqueue.command_replay"),
     "CommandQueue": ("conformance.replay.command_map", "impl.workqueue.command_replay"),
+    "ReachCommandQueue": ("conformance.replay.command_map", "impl.workqueue.command_replay"),  # conformance/guided
 }
 
 

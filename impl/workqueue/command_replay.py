@@ -28,10 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from impl.clock import VirtualClock
 from impl.replay import Line, Replay
+from impl.workqueue import recording
 from impl.workqueue.command_store import TERMINAL, CommandStore
 from impl.workqueue.commands import CommandClient, CommandProcessor
 from impl.workqueue.config import Gates, Settings
@@ -54,6 +56,8 @@ NO_GATE: dict[str, str] = {}
 UNMAPPED = {"OfferRetry": "a retried offer that the budget never paid for is TypeOK's calibration device"}
 SAFETY = ("TerminalIsStable", "NoRestart", "NoStaleWrite", "ExternalOnce")
 LIVENESS = ("EveryCommandDone",)
+# Any other property (TypeOK, a reach target's Never_<op>_<outcome>): the schedule runs to its end.
+NOT_REPLAYED = {"OneLiveAttempt": "the command replay does not check OneLiveAttempt yet"}
 DRAIN_ROUNDS = 20
 
 
@@ -206,12 +210,14 @@ def _take(r: _Runner, i: int, s: dict[str, Any]) -> str:
         r.offered.setdefault(k, []).append(r.queue.offer("client", r.now(), "", cmd=k))
         return "offered"
     if act == "ClientCrash":
+        r.queue.line("client", "offer_fail", "injected")
         return "the client fails before its offer"
     if act == "Cancel":
-        out = r.client_api.cancel(k)
-        if out != "cancelled":
-            raise _Blocked(f"the cancel is {out}; in the model cancelled")
-        r.first_terminal.setdefault(k, "CANCELLED")
+        out, want = r.client_api.cancel(k), d.get("outcome", "cancelled")
+        if out != want:
+            raise _Blocked(f"the cancel is {out}; in the model {want}")
+        if out == "cancelled":
+            r.first_terminal.setdefault(k, "CANCELLED")
         return out
     if act == "GuardExpire":
         r.clock.advance(GUARD_TTL_MS + 1)
@@ -223,8 +229,10 @@ def _take(r: _Runner, i: int, s: dict[str, Any]) -> str:
         return f"+{STATE_TTL_MS + 1} ms: the record expired"
     if act in ("Pause", "Resume"):
         (r.paused.add if act == "Pause" else r.paused.discard)(w)
+        r.queue.line(w, "pause", "start" if act == "Pause" else "end")
         return "paused" if act == "Pause" else "resumed"
     if act == "Crash":
+        r.queue.line(w, "crash", "injected")
         if a is not None:
             r.crashed.append(r.attempts.pop(w))
         return "crashed: its attempt stops where it is"
@@ -324,8 +332,11 @@ def command_config(gates: Mapping[str, bool]) -> tuple[Gates, Settings]:
     return Gates().off(*off), settings
 
 
-def replay(schedule: Mapping[str, Any], *, store: str = "memory://") -> Replay:
-    """Run `schedule` (from `conformance.replay.command_map`) on the command layer (fakeredis)."""
+def replay(schedule: Mapping[str, Any], *, store: str = "memory://", trace_dir: Path | None = None) -> Replay:
+    """Run `schedule` (from `conformance.replay.command_map`) on the command layer (fakeredis).
+
+    With `trace_dir`, the steps the store committed, with the fault lines of the schedule's
+    faults, are written there as one `command` trace, however the replay ended."""
     prop = schedule.get("property")
     gates, settings = command_config(schedule.get("gates", {}))
     result = Replay("held", prop, "", gates=gates.as_dict())
@@ -334,36 +345,47 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://") -> Replay:
         if s["action"] in UNMAPPED:
             result.verdict, result.step, result.reason = "unmapped", i, f"step {i} {s['action']}: {UNMAPPED[s['action']]}"
             return result
-    if prop not in SAFETY + LIVENESS:
-        result.verdict, result.reason = "unmapped", f"{prop}: the command replay checks {', '.join(SAFETY + LIVENESS)} only"
+    if prop in NOT_REPLAYED:
+        result.verdict, result.reason = "unmapped", f"{prop}: {NOT_REPLAYED[prop]}"
         return result
     if not store.startswith("memory"):
         result.notes.append("the command replay runs on fakeredis only")
     idempotent = bool(schedule.get("gates", {}).get("ExternalIdempotent", True))
     r = _Runner(schedule, gates, settings)
     with virtual_time(r.clock):
-        for i, s in enumerate(steps, 1):
-            name = _describe(s)
-            try:
-                outcome = _take(r, i, s)
-            except _Blocked as b:
-                result.verdict, result.step, result.reason = "blocked", i, f"step {i} {name}: {b}"
-                result.lines.append(Line(i, name, "BLOCKED", r.rows()))
-                return result
-            result.lines.append(Line(i, name, outcome, r.rows()))
-            broken = _broken(r, prop, idempotent)
-            if broken:
-                result.verdict, result.step, result.reason = "reproduced", i, f"after step {i} {name}: {broken}"
-                return result
-        if prop in LIVENESS:
-            left = _drain(r)
-            if left:
-                result.verdict, result.reason = "reproduced", f"after the schedule and the drain: EveryCommandDone: {left}"
-            else:
-                result.verdict = "blocked"
-                result.reason = (f"the counterexample's endless end cannot happen here: after its {len(steps)} steps, a "
-                                 f"fair drain ({DRAIN_ROUNDS} rounds: deliveries run to their end, acked) finishes every command")
+        try:
+            return _run(r, result, steps, prop, idempotent)
+        finally:
+            if trace_dir is not None:
+                trace_dir.mkdir(parents=True, exist_ok=True)
+                run = str(schedule.get("model") or "replay")
+                recording.export(trace_dir / f"{run}.ndjson", r.queue, system="command", settings=settings,
+                                 gates=gates, nodes=["client", *r.workers], run=run)
+
+
+def _run(r: _Runner, result: Replay, steps: list[dict[str, Any]], prop: str | None, idempotent: bool) -> Replay:
+    for i, s in enumerate(steps, 1):
+        name = _describe(s)
+        try:
+            outcome = _take(r, i, s)
+        except _Blocked as b:
+            result.verdict, result.step, result.reason = "blocked", i, f"step {i} {name}: {b}"
+            result.lines.append(Line(i, name, "BLOCKED", r.rows()))
             return result
+        result.lines.append(Line(i, name, outcome, r.rows()))
+        broken = _broken(r, prop, idempotent)
+        if broken:
+            result.verdict, result.step, result.reason = "reproduced", i, f"after step {i} {name}: {broken}"
+            return result
+    if prop in LIVENESS:
+        left = _drain(r)
+        if left:
+            result.verdict, result.reason = "reproduced", f"after the schedule and the drain: EveryCommandDone: {left}"
+        else:
+            result.verdict = "blocked"
+            result.reason = (f"the counterexample's endless end cannot happen here: after its {len(steps)} steps, a "
+                             f"fair drain ({DRAIN_ROUNDS} rounds: deliveries run to their end, acked) finishes every command")
+        return result
     result.reason = f"the schedule ran to its end ({len(steps)} steps) and {prop} held"
     return result
 

@@ -16,6 +16,7 @@ from conformance.guided.targets import REACH_MODULES, missing_properties, target
 from conformance.traces.spec_coverage import outcomes_table, unreachable_of
 from conformance.traces.system import load_systems
 from impl.engine import decide
+from impl.workqueue.command_store import CommandStore
 from impl.workqueue.node import QueueNode
 from tests.interleave.planting import planted
 
@@ -40,8 +41,8 @@ def test_the_reach_module_defines_a_property_for_every_target() -> None:
 def test_an_unknown_target_or_system_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(GuidedError, match="no target"):
         run_guided(ROOT, "engine", tmp_path, only=["remove/vanished"])
-    with pytest.raises(GuidedError, match="no model-guided workloads for 'command'"):
-        run_guided(ROOT, "command", tmp_path)
+    with pytest.raises(GuidedError, match="no model-guided workloads for 'lease'"):
+        run_guided(ROOT, "lease", tmp_path)
 
 
 @pytest.mark.tlc
@@ -95,6 +96,40 @@ def test_a_release_without_its_owner_check_is_a_finding(tmp_path: Path) -> None:
         (r,) = run_guided(ROOT, "workqueue", tmp_path, only=["release_refused_under_live_owner"])
     assert r.model == "reached"
     assert r.finding is not None and "trace rejected" in r.finding, r.line()
+
+
+@pytest.mark.tlc
+def test_the_command_stale_paths_are_reached_taken_and_accepted_and_the_quirks_declared(tmp_path: Path) -> None:
+    # A stale write refused and a stale guard renewal lost while another attempt holds the
+    # guard, a cancel refused while a handler holds it; the outcomes only the trace spec's
+    # quirks give are listed with their reason, not run.
+    results = run_guided(ROOT, "command", tmp_path, only=["put_refused_under_live_guard", "renew_lost_under_live_guard",
+                                                          "cancel/busy", "external_call/refused"])
+    assert [r.finding for r in results] == [None] * 4, [r.line() for r in results]
+    by = {r.target.name: r for r in results}
+    quirk = by.pop("external_call/refused")
+    assert all(r.model == "reached" and r.replay == "held" and r.shown and r.traces for r in by.values())
+    assert quirk.model == "outside the model" and not quirk.traces
+    assert "CallRefused" in quirk.reason and quirk.line().startswith("declared")
+
+
+@pytest.mark.tlc
+def test_a_blind_state_write_is_a_finding(tmp_path: Path) -> None:
+    # put_if_owner writes whoever holds the guard: the model's stale write is refused.
+    with planted(CommandStore, "put_if_owner", '"1" if checked else "0"])) == "written"', '"0"])) == "written"'):
+        (r,) = run_guided(ROOT, "command", tmp_path, only=["put_refused_under_live_guard"])
+    assert r.model == "reached"
+    assert r.finding is not None and r.finding.startswith("the model can, the code cannot"), r.line()
+
+
+def test_outside_model_must_name_an_outcome_of_the_spec_with_a_reason() -> None:
+    from conformance.guided.targets import outside_model
+
+    table = {"ack": frozenset({"acked", "failed"})}
+    with pytest.raises(ValueError, match="'ack/lost', which is no outcome"):
+        outside_model({"outside_model": {"ack/lost": "why"}}, table, "b")
+    with pytest.raises(ValueError, match="needs the reason"):
+        outside_model({"outside_model": {"ack/failed": " "}}, table, "b")
 
 
 def test_a_missing_or_unreadable_base_model_is_an_error_that_names_it(tmp_path: Path) -> None:
