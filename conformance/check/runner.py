@@ -82,15 +82,17 @@ def run_once(
     on_line: Callable[[str], None] | None = None,
     keep_dir: Path | None = None,
     invariants: bool = True,
+    extra: tuple[str, ...] = (),
 ) -> tuple[Verdict, RawRun]:
     """One TLC run of `model` (checking `properties`, default all, and its invariants unless
-    `invariants` is false); returns its verdict and output."""
+    `invariants` is false; `extra`: more TLC options, such as `-dump`); returns its verdict and
+    output."""
     rendered = render_model(model, properties, invariants=invariants)
     with tempfile.TemporaryDirectory(prefix=f"leaseproof-{model.name}-") as tmp:
         run_dir = Path(tmp)
         prepare(model, rendered, run_dir)
         (run_dir / "tmp").mkdir()
-        cmd = tlc_command(invocation(model, rendered, tlc, workers, run_dir))
+        cmd = tlc_command(dataclasses.replace(invocation(model, rendered, tlc, workers, run_dir), extra=extra))
         log.info("running %s", " ".join(cmd))
         raw = run_tlc(cmd, run_dir, model.timeout, on_line)
         if keep_dir is not None:

@@ -39,24 +39,59 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--out", type=Path, metavar="DIR",
                    help="write the reach models and the traces under DIR (DIR/traces/<op>-<outcome>/); default: a temporary directory")
     p.add_argument("--target", action="append", metavar="OP/OUTCOME", help="only this target (repeatable)")
+    p.add_argument("--edges", action="store_true",
+                   help="also dump the base model's state graph, replay a behaviour for each of its edges projected "
+                        "onto what a trace shows (an entity's two consecutive logged steps), and print the edge coverage")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=run)
+
+
+def _edges(args: argparse.Namespace, out: Path, results: list) -> tuple:  # type: ignore[type-arg]
+    """The edge-guided runs (conformance/guided/edge_run.py), with their wall time."""
+    import time
+
+    from conformance.check.runner import Tlc
+    from conformance.guided.edge_run import run_edges
+    from conformance.guided.run import base_model
+    from conformance.interleave.validate import trace_validator
+
+    began = time.perf_counter()
+    accepted = [p for r in results for p in r.traces if str(p) not in r.rejected]
+    cov, runs = run_edges(args.root, args.system, base_model(args.root, args.system), out, store=args.store,
+                          tlc=Tlc.locate(), validate=trace_validator(args.root), accepted=accepted)
+    return cov, runs, time.perf_counter() - began
 
 
 def run(args: argparse.Namespace) -> int:
     from conformance.guided.run import OUTSIDE, run_guided
 
+    if args.edges:
+        from conformance.guided.projection import PROJECTIONS
+
+        if args.system not in PROJECTIONS:
+            print(f"leaseproof guided: --edges: no edge projection for {args.system!r} (systems with one: "
+                  f"{', '.join(sorted(PROJECTIONS))}; the engine's base model does not finish in seconds)",
+                  file=sys.stderr)
+            return 2
     with tempfile.TemporaryDirectory(prefix="lp-guided-") as tmp:
         out = args.out or Path(tmp)
         results = run_guided(args.root, args.system, out, store=args.store, only=args.target)
+        edges = _edges(args, out, results) if args.edges else None
         outside = [r for r in results if r.model == OUTSIDE]
         bad = [r for r in results if r.finding is not None or r.model not in ("reached", OUTSIDE)]
         shown = sum(1 for r in results if r.model == "reached" and r.finding is None)
         summary = (f"{args.system}: {shown} of {len(results) - len(outside)} targets reached by the model and taken by "
                    f"the code on {args.store}, every trace accepted; {len(bad)} not"
                    + (f"; {len(outside)} declared outside the model" if outside else ""))
+        if edges is not None:
+            bad += [r for r in edges[1] if r.finding is not None]
         if args.json:
-            print(json.dumps({"system": args.system, "store": args.store, "summary": summary, "targets": [
+            print(json.dumps({"system": args.system, "store": args.store, "summary": summary,
+                              "edges": None if edges is None else {
+                                  **edges[0].to_json(), "seconds": round(edges[2], 1),
+                                  "findings": [{"edge": " -> ".join(r.pair), "finding": r.finding}
+                                               for r in edges[1] if r.finding is not None]},
+                              "targets": [
                 {"target": r.target.name, "model": r.model, "steps": r.steps, "replay": r.replay, "reason": r.reason,
                  "traces": [str(p) for p in r.traces] if args.out else len(r.traces), "rejected": r.rejected,
                  "shown": r.shown, "finding": r.finding, "seconds": round(r.seconds, 2)} for r in results]}, indent=1))
@@ -64,6 +99,13 @@ def run(args: argparse.Namespace) -> int:
             for r in results:
                 print(visible(r.line()))
             print(summary)
+            if edges is not None:
+                cov, runs, seconds = edges
+                for e in runs:
+                    if e.finding is not None:
+                        print(visible(e.line()))
+                print(visible(f"{cov.summary()}; {len(runs)} edge runs in {seconds:.0f} s, "
+                              f"{sum(1 for e in runs if e.finding is not None)} finding(s)"))
             if args.out:
                 print(f"traces: {args.out / 'traces'}", file=sys.stderr)
     return 1 if bad else 0

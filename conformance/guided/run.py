@@ -75,7 +75,7 @@ class GuidedResult:
                 f"{len(self.traces)} trace(s) ({self.seconds:.1f} s){tail}")
 
 
-def _base_model(root: Path, system: str) -> dict[str, Any]:
+def base_model(root: Path, system: str) -> dict[str, Any]:
     """The system's base model (`guided/<system>.yaml`) as data, or a GuidedError saying why not."""
     path = root / "guided" / f"{system}.yaml"
     try:
@@ -110,7 +110,7 @@ def run_guided(root: Path, system: str, out: Path, *, store: str = "memory://", 
     if system not in systems:
         raise GuidedError(f"no system file for {system!r} in {root / 'traces' / 'systems'}")
     sysm = systems[system]
-    base = _base_model(root, system)
+    base = base_model(root, system)
     table = outcomes_table(sysm.spec_path.read_text(encoding="utf-8"), f"{sysm.spec}.tla")
     if table is None:
         raise GuidedError(f"{sysm.spec} declares no Outcomes table: there is nothing to reach")

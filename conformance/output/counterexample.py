@@ -13,6 +13,7 @@ a stuttering step (2218) or with a loop back to an earlier state (2122).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,13 +69,14 @@ class Counterexample:
         return len(self.states)
 
 
-def parse_variables(text: str) -> dict[str, Any]:
-    """The `name = value` conjuncts of a printed state, values parsed (see `values.py`)."""
+def parse_variables(text: str, value: Callable[[str], Any] = parse_value) -> dict[str, Any]:
+    """The `name = value` conjuncts of a printed state, values parsed by `value` (default
+    `values.parse_value`)."""
     starts = list(_ASSIGN.finditer(text))
     out: dict[str, Any] = {}
     for i, m in enumerate(starts):
         end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
-        out[m.group("name")] = parse_value(text[m.end() : end].strip())
+        out[m.group("name")] = value(text[m.end() : end].strip())
     return out
 
 

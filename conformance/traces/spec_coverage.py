@@ -160,6 +160,33 @@ def unreachable_of(system: System, table: dict[str, frozenset[str]], where: str)
     return out
 
 
+def count_steps(events: Iterable[Any], table: dict[str, frozenset[str]], entity: str | None,
+                seen: Counter[str], pairs: Counter[tuple[str, str]]) -> None:
+    """Add one trace's `events` to `seen` (op/outcome -> lines) and `pairs` (consecutive steps
+    of one entity, the events' `entity` field; every step one entity without it).
+
+    >>> seen, pairs = Counter(), Counter()
+    >>> count_steps([{"op": "a", "outcome": "x", "k": 1}, {"op": "stop"}, {"op": "a", "outcome": "y", "k": 1}],
+    ...             {"a": frozenset({"x", "y"})}, "k", seen, pairs)
+    >>> dict(pairs)
+    {('a/x', 'a/y'): 1}
+    """
+    last: dict[Any, str] = {}
+    for event in events:
+        if not isinstance(event, dict):
+            continue
+        op, outcome = event.get("op"), event.get("outcome")
+        if op not in table or not isinstance(outcome, str):
+            continue
+        step = f"{op}/{outcome}"
+        seen[step] += 1
+        key = event.get(entity) if entity else None
+        key = key if isinstance(key, str | int) else None  # untrusted: a key must be hashable
+        if key in last:
+            pairs[(last[key], step)] += 1
+        last[key] = step
+
+
 def spec_coverage(system: System, spec_text: str, traces: Iterable[Trace]) -> SpecCoverage | None:
     """`system`'s spec coverage by `traces` (accepted ones), or None when its spec has no table."""
     table = outcomes_table(spec_text, f"{system.spec}.tla")
@@ -171,17 +198,6 @@ def spec_coverage(system: System, spec_text: str, traces: Iterable[Trace]) -> Sp
     n = 0
     for trace in traces:
         n += 1
-        last: dict[Any, str] = {}
-        for event in trace.events:
-            op, outcome = event.get("op"), event.get("outcome")
-            if op not in table or not isinstance(outcome, str):
-                continue
-            step = f"{op}/{outcome}"
-            seen[step] += 1
-            key = event.get(system.entity) if system.entity else None
-            key = key if isinstance(key, str | int) else None  # untrusted: a key must be hashable
-            if key in last:
-                pairs[(last[key], step)] += 1
-            last[key] = step
+        count_steps(trace.events, table, system.entity, seen, pairs)
     return SpecCoverage(system.name, system.spec, table, unreachable, seen, pairs, n,
                         entity_word=system.entity or "trace")

@@ -114,6 +114,7 @@ class _Runner:
         self.restarted = False
         self.stale_write = False
         self.offered: dict[str, list[str]] = {}
+        self.late_offers: list[str] = []  # the client's offers the schedule leaves for after its end
         self.seen = 0  # trace events already looked at
 
     def _ids(self, w: str) -> Any:
@@ -189,6 +190,15 @@ def _take(r: _Runner, i: int, s: dict[str, Any]) -> str:
     if act == "SubmitState":
         nxt = next((x for x in r.schedule["steps"][i:] if x["wf"] == k and x["action"] in ("Offer", "ClientCrash",
                                                                                                   "SubmitState")), None)
+        if nxt is None and i < len(r.schedule["steps"]):
+            # The model's client has not offered by the schedule's end: the submit's state write
+            # now, its offer (if the code makes one) once the schedule's steps are done.
+            created = r.store.submit_state("client", r.now(), k, STATE_TTL_MS)
+            if created != (d.get("outcome") == "created"):
+                raise _Blocked(f"the submit {'created' if created else 'found'} the record; in the model {d.get('outcome')}")
+            if created or r.gates.submit_always_offers:
+                r.late_offers.append(k)
+            return ("created" if created else "exists") + ", its offer after the schedule"
         if nxt is None or nxt["action"] == "SubmitState":
             # The whole submit, as the client calls it: the state write, then the offer it decides.
             before = r.queue.stream_length()
@@ -363,7 +373,21 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", trace_dir: 
                                  gates=gates, nodes=["client", *r.workers], run=run)
 
 
+def _offer_late(r: _Runner) -> None:
+    """The client's offers that came after the schedule's last step (its submit was split)."""
+    for k in r.late_offers:
+        r.offered.setdefault(k, []).append(r.queue.offer("client", r.now(), "", cmd=k))
+    r.late_offers.clear()
+
+
 def _run(r: _Runner, result: Replay, steps: list[dict[str, Any]], prop: str | None, idempotent: bool) -> Replay:
+    try:
+        return _steps(r, result, steps, prop, idempotent)
+    finally:
+        _offer_late(r)
+
+
+def _steps(r: _Runner, result: Replay, steps: list[dict[str, Any]], prop: str | None, idempotent: bool) -> Replay:
     for i, s in enumerate(steps, 1):
         name = _describe(s)
         try:
@@ -378,6 +402,7 @@ def _run(r: _Runner, result: Replay, steps: list[dict[str, Any]], prop: str | No
             result.verdict, result.step, result.reason = "reproduced", i, f"after step {i} {name}: {broken}"
             return result
     if prop in LIVENESS:
+        _offer_late(r)
         left = _drain(r)
         if left:
             result.verdict, result.reason = "reproduced", f"after the schedule and the drain: EveryCommandDone: {left}"

@@ -204,12 +204,34 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", trace_dir: 
             client.close()
 
 
-def _export(r: Runner, trace_dir: Path, run: str) -> Path:
-    """Write the replay's `workqueue` trace: each consumer that is not paused logs its stop
-    (the permits it still holds), as a closing `Consumer` does."""
+def _close(r: Runner) -> None:
+    """Close every consumer that did not crash, as `Consumer.close` does once the schedule is
+    over: a paused one resumes, its hand-offs run and its calls return (done: ack), its
+    heartbeat's lag ends, and it logs its stop with the permits it still holds."""
     for c in r.names:
-        if c not in r.paused:
-            r.store.line(c, "stop", "stopped", args={"permits_in_use": r.nodes[c].permits.in_use})
+        if c in r.crashed:
+            continue
+        if c in r.paused:
+            r.paused.discard(c)
+            r.store.line(c, "pause", "end")
+        node = r.nodes[c]
+        for (m, e), inv in sorted(r.invs.items()):
+            if m != c:
+                continue
+            if not inv.running:
+                node.start(inv)
+            try:
+                node.finish(inv, "done")
+            except StoreFault:
+                pass  # the ack failed: the entry stays pending
+            r.invs.pop((m, e))
+        r.close_lag(c)
+        r.store.line(c, "stop", "stopped", args={"permits_in_use": node.permits.in_use})
+
+
+def _export(r: Runner, trace_dir: Path, run: str) -> Path:
+    """Close the consumers (`_close`) and write the replay's `workqueue` trace."""
+    _close(r)
     trace_dir.mkdir(parents=True, exist_ok=True)
     return recording.export(trace_dir / f"{run}.ndjson", r.store, system="workqueue", settings=r.settings,
                             gates=r.gates, nodes=r.names, run=run)

@@ -53,6 +53,7 @@ class Runner:
         self.lagging: set[tuple[str, str]] = set()  # (consumer, entry): its lease may lapse unnoticed
         self.paused: set[str] = set()
         self.closing: set[str] = set()  # closed: no more polls; the heartbeat as consumer.py close
+        self.crashed: set[str] = set()
         self.tick = 0
         self.events = 0
         self.lines: list[Line] = []  # the replay's lines (the hook of a renewal adds to them)
@@ -149,6 +150,7 @@ def take_step(r: Runner, s: dict[str, Any]) -> str:
         r.close_lag(c)
         r.store.line(c, "crash", "injected")
         r.nodes[c] = QueueNode(r.store, c, r.clock, r.settings, r.gates)
+        r.crashed.add(c)
         r.invs = {k: v for k, v in r.invs.items() if k[0] != c}
         r.paused.discard(c)
         return "crashed: its hand-offs and calls are gone"

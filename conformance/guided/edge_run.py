@@ -1,0 +1,129 @@
+"""Edge-guided runs of one system: dump its base model's state graph, find a behaviour for each
+projected edge (`edges.py`), replay each on the implementation, validate the traces, and measure
+which projected edges the traces show. Side effects: TLC, the stores, files."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from conformance.check.runner import Tlc, run_once
+from conformance.errors import LeaseproofError
+from conformance.guided.edges import EdgeCoverage, GraphError, StateGraph, edge_paths, parse_dot
+from conformance.guided.projection import PROJECTIONS
+from conformance.guided.targets import GUIDED_KEYS
+from conformance.models.model import Model, load_model
+from conformance.output.verdict import Kind
+from conformance.replay.run import ADAPTERS
+from conformance.traces.spec_coverage import count_steps
+
+
+class EdgeError(LeaseproofError):
+    """The system's state graph cannot be had (no projection for it, or its model did not pass)."""
+
+
+@dataclass
+class EdgeRun:
+    """One projected edge: the behaviour that takes it, how its replay went, its traces."""
+
+    pair: tuple[str, str]
+    steps: int = 0
+    replay: str = "-"
+    reason: str = ""
+    traces: list[Path] = field(default_factory=list)
+    rejected: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def finding(self) -> str | None:
+        if self.replay == "blocked":
+            return f"the model can, the code cannot: {self.reason}"
+        if self.replay in ("unmapped", "error"):
+            return f"{self.replay}: {self.reason}"
+        if self.rejected:
+            return "trace rejected: " + "; ".join(f"{Path(k).name}: {v}" for k, v in self.rejected.items())
+        return None
+
+    def line(self) -> str:
+        a, b = self.pair
+        return f"FINDING   edge {a} -> {b} ({self.steps} steps): {self.finding}"
+
+
+def _graph_model(root: Path, system: str, base: dict[str, Any], out: Path) -> Model:
+    data = {k: v for k, v in base.items() if k not in GUIDED_KEYS}
+    data |= {"name": f"graph_{system}", "expect": {"verdict": "ok"},
+             "why": "the base model's state graph, dumped for the edge-guided runs"}
+    path = out / "models" / f"graph_{system}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return load_model(path, (root / "tla",))
+
+
+def state_graph(root: Path, system: str, base: dict[str, Any], out: Path, tlc: Tlc) -> tuple[StateGraph, Model]:
+    """The base model's state graph (TLC's `-dump dot`, written under `out`) and the model."""
+    model = _graph_model(root, system, base, out)
+    dot = (out / f"graph_{system}.dot").resolve()
+    verdict, _ = run_once(model, tlc, 1, extra=("-dump", "dot", str(dot)))
+    if verdict.kind is not Kind.OK:
+        raise EdgeError(f"the base model guided/{system}.yaml ended {verdict.summary()} when its graph was dumped: "
+                        "no state graph")
+    try:
+        with dot.open(encoding="utf-8") as f:
+            return parse_dot(f), model
+    except (OSError, GraphError) as exc:
+        raise EdgeError(f"cannot read the state graph {dot}: {exc}") from None
+
+
+def run_edges(root: Path, system: str, base: dict[str, Any], out: Path, *, store: str, tlc: Tlc,
+              validate: Callable[[list[Path]], dict[Path, str]] | None,
+              accepted: list[Path]) -> tuple[EdgeCoverage, list[EdgeRun]]:
+    """Replay a behaviour for each projected edge of `system`'s base model; the coverage counts
+    the pairs that the accepted traces of these runs, and `accepted` (the targets' accepted
+    traces), show. `validate` is a trace validator (paths -> {path: why not accepted}), or None
+    to take every trace as accepted."""
+    if system not in PROJECTIONS:
+        raise EdgeError(f"no edge projection for {system!r} (systems with one: {', '.join(sorted(PROJECTIONS))})")
+    from conformance.traces.spec_coverage import outcomes_table
+    from conformance.traces.system import load_systems
+
+    sysm = load_systems(root)[system]
+    table = outcomes_table(sysm.spec_path.read_text(encoding="utf-8"), f"{sysm.spec}.tla") or {}
+    graph, model = state_graph(root, system, base, out, tlc)
+    constants = {k: c.value for k, c in model.constants.items()}
+    paths = edge_paths(graph, PROJECTIONS[system](constants))
+    mapper_name, adapter_name = ADAPTERS[model.module]
+    mapper, adapter = importlib.import_module(mapper_name), importlib.import_module(adapter_name)
+    impl_error: type[Exception] = importlib.import_module("impl.errors").ImplError
+    runs = []
+    for i, pair in enumerate(sorted(paths), 1):
+        run = EdgeRun(pair)
+        states = [{"index": n, "action": "Next", "variables": graph.states[s]} for n, s in enumerate(paths[pair], 1)]
+        verdict = {"kind": "violated", "property": "Edge", "counterexample": {"states": states}}
+        trace_dir = out / "edges" / f"{i:03d}"
+        try:
+            sched = mapper.schedule_of(f"edge_{i:03d}", verdict, constants)
+            run.steps = len(sched.steps)
+            result = adapter.replay(sched.to_json(), store=store, trace_dir=trace_dir)
+            run.replay, run.reason = result.verdict, result.reason
+        except (LeaseproofError, impl_error) as exc:
+            run.replay, run.reason = "error", f"{type(exc).__name__}: {exc}"
+        run.traces = sorted(trace_dir.glob("*.ndjson"))
+        runs.append(run)
+    mine = [p for r in runs for p in r.traces]
+    verdicts = validate(mine) if validate is not None and mine else {}
+    for r in runs:
+        r.rejected = {str(p): verdicts[p] for p in r.traces if p in verdicts}
+    seen: Counter[str] = Counter()
+    shown: Counter[tuple[str, str]] = Counter()
+    for p in [*mine, *accepted]:
+        if p in verdicts:
+            continue  # only what an accepted trace shows counts
+        events = [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+        count_steps(events, table, sysm.entity, seen, shown)
+    return EdgeCoverage(model.name, set(paths), set(shown), len(graph.states), len(graph.edges)), runs
