@@ -16,6 +16,7 @@ import yaml
 
 from conformance.check.runner import Tlc, run_once
 from conformance.errors import LeaseproofError
+from conformance.guided.own import OwnReplayError, load_own_module, run_own
 from conformance.guided.edges import EdgeCoverage, GraphError, StateGraph, edge_paths, parse_dot
 from conformance.guided.projection import PROJECTIONS
 from conformance.guided.targets import GUIDED_KEYS
@@ -87,8 +88,11 @@ def run_edges(root: Path, system: str, base: dict[str, Any], out: Path, *, store
     the pairs that the accepted traces of these runs, and `accepted` (the targets' accepted
     traces), show. `validate` is a trace validator (paths -> {path: why not accepted}), or None
     to take every trace as accepted."""
-    if system not in PROJECTIONS:
+    own = load_own_module(root, base["replay"]) if "replay" in base else None
+    if own is None and system not in PROJECTIONS:
         raise EdgeError(f"no edge projection for {system!r} (systems with one: {', '.join(sorted(PROJECTIONS))})")
+    if own is not None and not callable(getattr(own, "project", None)):
+        raise EdgeError(f"guided/{system}.yaml's replay file defines no project(before, after) (docs/your-own-system.md)")
     from conformance.traces.spec_coverage import outcomes_table
     from conformance.traces.system import load_systems
 
@@ -96,10 +100,16 @@ def run_edges(root: Path, system: str, base: dict[str, Any], out: Path, *, store
     table = outcomes_table(sysm.spec_path.read_text(encoding="utf-8"), f"{sysm.spec}.tla") or {}
     graph, model = state_graph(root, system, base, out, tlc)
     constants = {k: c.value for k, c in model.constants.items()}
-    paths = edge_paths(graph, PROJECTIONS[system](constants))
-    mapper_name, adapter_name = ADAPTERS[model.module]
-    mapper, adapter = importlib.import_module(mapper_name), importlib.import_module(adapter_name)
-    impl_error: type[Exception] = importlib.import_module("impl.errors").ImplError
+    if own is not None:
+        user_project = own.project
+        paths = edge_paths(graph, lambda p, q: tuple((str(e), str(s)) for e, s in user_project(p, q)))
+        mapper = adapter = None
+        impl_error: type[Exception] = OwnReplayError
+    else:
+        paths = edge_paths(graph, PROJECTIONS[system](constants))
+        mapper_name, adapter_name = ADAPTERS[model.module]
+        mapper, adapter = importlib.import_module(mapper_name), importlib.import_module(adapter_name)
+        impl_error = importlib.import_module("impl.errors").ImplError
     runs = []
     for i, pair in enumerate(sorted(paths), 1):
         run = EdgeRun(pair)
@@ -107,12 +117,21 @@ def run_edges(root: Path, system: str, base: dict[str, Any], out: Path, *, store
         verdict = {"kind": "violated", "property": "Edge", "counterexample": {"states": states}}
         trace_dir = out / "edges" / f"{i:03d}"
         try:
-            sched = mapper.schedule_of(f"edge_{i:03d}", verdict, constants)
-            run.steps = len(sched.steps)
-            result = adapter.replay(sched.to_json(), store=store, trace_dir=trace_dir)
+            if own is not None:
+                run.steps = len(states) - 1
+                result: Any = run_own(own.replay, verdict, constants, trace_dir)
+            else:
+                assert mapper is not None and adapter is not None
+                sched = mapper.schedule_of(f"edge_{i:03d}", verdict, constants)
+                run.steps = len(sched.steps)
+                result = adapter.replay(sched.to_json(), store=store, trace_dir=trace_dir)
             run.replay, run.reason = result.verdict, result.reason
         except (LeaseproofError, impl_error) as exc:
             run.replay, run.reason = "error", f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # a user's replay failing is that edge's error, shown
+            if own is None:
+                raise
+            run.replay, run.reason = "error", f"the replay raised {type(exc).__name__}: {exc}"
         run.traces = sorted(trace_dir.glob("*.ndjson"))
         runs.append(run)
     mine = [p for r in runs for p in r.traces]

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from conformance.errors import LeaseproofError
@@ -52,6 +53,13 @@ OwnReplay = Callable[..., Any]
 def load_own_replay(root: Path, name: object) -> OwnReplay:
     """The `replay` function of the file `name` (relative to `root`, inside it), imported with
     `root` on the import path so that it can import the project's modules."""
+    return load_own_module(root, name).replay  # type: ignore[no-any-return]
+
+
+def load_own_module(root: Path, name: object) -> ModuleType:
+    """The replay file `name` as a module (see `load_own_replay`); it defines `replay`, and for
+    `leaseproof guided --edges` also `project(before, after)`: what a trace shows of the step
+    between two states, a list of (entity, "op/outcome"), empty for a hidden step."""
     if not isinstance(name, str) or not name.endswith(".py"):
         raise OwnReplayError(f"replay: {name!r} is not a Python file name (e.g. replay: my_guided.py)")
     path = (root / name).resolve()
@@ -73,10 +81,9 @@ def load_own_replay(root: Path, name: object) -> OwnReplay:
     finally:
         if added:
             sys.path.remove(str(root.resolve()))
-    fn = getattr(module, "replay", None)
-    if not callable(fn):
+    if not callable(getattr(module, "replay", None)):
         raise OwnReplayError(f"replay: {path} defines no function replay(states, *, constants, trace_dir)")
-    return fn
+    return module
 
 
 def run_own(fn: OwnReplay, verdict: dict[str, Any], constants: dict[str, Any], trace_dir: Path) -> OwnResult:

@@ -87,3 +87,19 @@ def test_the_command_prints_the_edge_coverage_and_refuses_a_system_without_a_pro
     proc = subprocess.run([sys.executable, "-m", "conformance.cli", "guided", "--root", str(ROOT), "--edges"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "no edge projection for 'engine'" in proc.stderr
+
+
+@pytest.mark.tlc
+def test_a_users_system_projects_its_own_edges_and_covers_them_all(tmp_path: Path) -> None:
+    from conformance.check.runner import Tlc
+    from conformance.guided.edge_run import run_edges
+    from conformance.guided.run import base_model
+    from conformance.interleave.validate import trace_validator
+
+    project = ROOT / "tests" / "fixtures" / "project"
+    cov, runs = run_edges(project, "joblease", base_model(project, "joblease"), tmp_path, store="memory://",
+                          tlc=Tlc.locate(), validate=trace_validator(project), accepted=[])
+    # Six outcomes, 36 pairs; a released slot is free, so no busy acquire, renewal or second
+    # release follows a release at once (restarts aside): 33.
+    assert [r.finding for r in runs] == [None] * 33
+    assert cov.covered == cov.projected and len(cov.projected) == 33 and not cov.beyond
