@@ -16,14 +16,15 @@ import yaml
 
 from conformance.check.runner import Tlc, run_once
 from conformance.errors import LeaseproofError
-from conformance.guided.own import OwnReplayError, load_own_module, run_own
 from conformance.guided.edges import EdgeCoverage, GraphError, StateGraph, edge_paths, parse_dot
+from conformance.guided.own import OwnReplayError, load_own_module, run_own
 from conformance.guided.projection import PROJECTIONS
 from conformance.guided.targets import GUIDED_KEYS
 from conformance.models.model import Model, load_model
 from conformance.output.verdict import Kind
 from conformance.replay.run import ADAPTERS
-from conformance.traces.spec_coverage import count_steps
+from conformance.traces.spec_coverage import count_steps, outcomes_table
+from conformance.traces.system import load_systems
 
 
 class EdgeError(LeaseproofError):
@@ -93,9 +94,6 @@ def run_edges(root: Path, system: str, base: dict[str, Any], out: Path, *, store
         raise EdgeError(f"no edge projection for {system!r} (systems with one: {', '.join(sorted(PROJECTIONS))})")
     if own is not None and not callable(getattr(own, "project", None)):
         raise EdgeError(f"guided/{system}.yaml's replay file defines no project(before, after) (docs/your-own-system.md)")
-    from conformance.traces.spec_coverage import outcomes_table
-    from conformance.traces.system import load_systems
-
     sysm = load_systems(root)[system]
     table = outcomes_table(sysm.spec_path.read_text(encoding="utf-8"), f"{sysm.spec}.tla") or {}
     graph, model = state_graph(root, system, base, out, tlc)
