@@ -26,6 +26,8 @@ replayed yet.
 
 from __future__ import annotations
 
+import contextlib
+import uuid
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +40,9 @@ from impl.workqueue.command_store import TERMINAL, CommandStore
 from impl.workqueue.commands import CommandClient, CommandProcessor
 from impl.workqueue.config import Gates, Settings
 from impl.workqueue.core import Invocation
-from impl.workqueue.sim_redis import fake_client, virtual_time
-from impl.workqueue.store import QueueStore
+from impl.workqueue.errors import BadSettings
+from impl.workqueue.sim_redis import RedisTimeWarp, fake_client, virtual_time
+from impl.workqueue.store import GROUP, QueueStore
 
 TICK_MS = 1_000
 GUARD_TTL_MS = 3 * TICK_MS
@@ -97,11 +100,19 @@ class _Runner:
     settings: Settings
     clock: VirtualClock = field(default_factory=lambda: VirtualClock(1_000_000))
     app: _App = field(default_factory=_App)
+    client: Any = None  # a real Redis server's client (keys under `prefix`); None: fakeredis
+    prefix: str = "replay"
 
     def __post_init__(self) -> None:
-        self.client = fake_client()
-        self.queue = QueueStore(self.client, "replay", explicit_ids=True)
-        self.store = CommandStore(self.client, "replay")
+        self.warp: RedisTimeWarp | None = None
+        if self.client is None:
+            self.client = fake_client()
+        self.queue = QueueStore(self.client, self.prefix, explicit_ids=True)
+        self.store = CommandStore(self.client, self.prefix)
+        if self.client is not None and not type(self.client).__module__.startswith("fakeredis"):
+            # A real server: the scripts' clock and every TTL under the prefix move with ours.
+            self.warp = RedisTimeWarp(self.client, self.prefix, self.queue.stream, GROUP)
+            self.warp.start(self.clock.now_ms())
         self.workers = tuple(self.schedule["constants"].get("Workers", ["w1", "w2"]))
         self.attempt_of: dict[str, str] = {}
         self.procs = {w: CommandProcessor(self.store, w, self.clock, self.settings, self.gates, self.app,
@@ -129,6 +140,12 @@ class _Runner:
 
     def now(self) -> int:
         return self.clock.now_ms()
+
+    def advance(self, ms: int) -> None:
+        """Move the virtual clock (and a real server's warped clock and TTLs with it)."""
+        self.clock.advance(ms)
+        if self.warp is not None:
+            self.warp.advance(ms)
 
     def rows(self) -> str:
         parts = []
@@ -230,12 +247,12 @@ def _take(r: _Runner, i: int, s: dict[str, Any]) -> str:
             r.first_terminal.setdefault(k, "CANCELLED")
         return out
     if act == "GuardExpire":
-        r.clock.advance(GUARD_TTL_MS + 1)
+        r.advance(GUARD_TTL_MS + 1)
         if r.store.guard_owner(k) is not None:
             raise _Blocked(f"{k}'s guard is still held after its TTL (renewed)")
         return f"+{GUARD_TTL_MS + 1} ms: the guard expired"
     if act == "StateExpire":
-        r.clock.advance(STATE_TTL_MS + 1)
+        r.advance(STATE_TTL_MS + 1)
         return f"+{STATE_TTL_MS + 1} ms: the record expired"
     if act in ("Pause", "Resume"):
         (r.paused.add if act == "Pause" else r.paused.discard)(w)
@@ -358,19 +375,34 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", trace_dir: 
     if prop in NOT_REPLAYED:
         result.verdict, result.reason = "unmapped", f"{prop}: {NOT_REPLAYED[prop]}"
         return result
-    if not store.startswith("memory"):
-        result.notes.append("the command replay runs on fakeredis only")
+    client, prefix = None, "replay"
+    if store.startswith(("redis://", "rediss://")):
+        import redis
+
+        client = redis.Redis.from_url(store)
+        prefix = f"lp-replay-{uuid.uuid4().hex[:10]}"
+    elif not store.startswith("memory"):
+        raise BadSettings(f"store {store!r}: the command replay runs on memory:// (fakeredis) or a redis:// URL")
     idempotent = bool(schedule.get("gates", {}).get("ExternalIdempotent", True))
-    r = _Runner(schedule, gates, settings)
-    with virtual_time(r.clock):
-        try:
-            return _run(r, result, steps, prop, idempotent)
-        finally:
-            if trace_dir is not None:
-                trace_dir.mkdir(parents=True, exist_ok=True)
-                run = str(schedule.get("model") or "replay")
-                recording.export(trace_dir / f"{run}.ndjson", r.queue, system="command", settings=settings,
-                                 gates=gates, nodes=["client", *r.workers], run=run)
+    r = _Runner(schedule, gates, settings, client=client, prefix=prefix)
+    try:
+        with (virtual_time(r.clock) if client is None else contextlib.nullcontext()):
+            try:
+                return _run(r, result, steps, prop, idempotent)
+            finally:
+                if trace_dir is not None:
+                    trace_dir.mkdir(parents=True, exist_ok=True)
+                    run = str(schedule.get("model") or "replay")
+                    recording.export(trace_dir / f"{run}.ndjson", r.queue, system="command", settings=settings,
+                                     gates=gates, nodes=["client", *r.workers], run=run)
+    finally:
+        if client is not None:
+            # A suspended attempt (a crash keeps it so) runs its `finally` when it is closed,
+            # and releases its guard: closed here, before the keys go, not when collected.
+            for a in [*r.attempts.values(), *r.crashed]:
+                a.gen.close()
+            r.queue.delete_keys()
+            client.close()
 
 
 def _offer_late(r: _Runner) -> None:
@@ -433,7 +465,7 @@ def _drain(r: _Runner) -> str:
             if a.done:
                 r.queue.ack(w, r.now(), a.inv.entry, a.inv.cmd)
             r.attempts.pop(w, None)
-        r.clock.advance(TICK_MS)
+        r.advance(TICK_MS)
     left = []
     for k in r.schedule["constants"].get("Commands", ["k1"]):
         st = r.store.status(k)

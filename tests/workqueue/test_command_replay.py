@@ -73,6 +73,19 @@ def test_replay_gives_the_expected_verdict_both_ways(name: str) -> None:
         assert got_on.reason.split(": ", 1)[0].endswith(at), got_on.reason
 
 
+@pytest.mark.redis
+@pytest.mark.parametrize("name", sorted(n for n, (off, _, _) in EXPECTED.items() if off != "unmapped"))
+def test_replay_on_real_redis(request, name: str) -> None:
+    # The same verdicts on a real server: keys under a fresh lp-replay-* prefix, deleted after;
+    # the guard's and the record's TTLs move with the virtual clock (RedisTimeWarp).
+    url = request.getfixturevalue("redis_url")
+    off, on, _ = EXPECTED[name]
+    sched = _schedule(name)
+    assert command_replay.replay(sched.to_json(), store=url).verdict == off
+    if on is not None:
+        assert command_replay.replay(sched.with_guards_on().to_json(), store=url).verdict == on
+
+
 def test_the_stale_write_is_seen_at_the_write() -> None:
     got = command_replay.replay(_schedule("put_if_owner_two_steps").to_json())
     assert [ln.step for ln in got.lines][-4:] == ["Pause(w1, k1)", "GuardExpire(w1, k1)", "Resume(w1, k1)",
