@@ -125,6 +125,7 @@ if reachable "$redis_url"; then
   sims workqueue "$out/workqueue-sim-redis" --redis "$redis_url"
   sims command "$out/command-sim-redis" --redis "$redis_url"
   try "workqueue guided on Redis" lp guided --system workqueue --store "$redis_url" --out "$out/workqueue-guided-redis"
+  try "command guided on Redis" lp guided --system command --store "$redis_url" --out "$out/command-guided-redis"
   step "command layer: 2 consumer processes on Redis"
   try "command run on Redis" lp workqueue run --consumers 2 --commands 50 --redis "$redis_url" --trace-dir "$out/command-redis"
 else
