@@ -40,7 +40,7 @@ from impl.replay import Line, Replay
 from impl.workqueue import recording
 from impl.workqueue.config import Gates, Settings
 from impl.workqueue.errors import BadSettings, StoreFault
-from impl.workqueue.replay_steps import TICK_MS, Blocked, Runner, describe, take_step
+from impl.workqueue.replay_steps import TICK_MS, Blocked, Runner, describe, settle_all, take_step
 from impl.workqueue.sim_redis import virtual_time
 
 GATES = {
@@ -158,7 +158,8 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", trace_dir: 
         if s["action"] != "InvokeEnd":
             continue
         key = (s["node"], s["wf"])
-        j = next((k for k in range(i, len(steps)) if steps[k]["action"] in ("Ack", "Release")
+        kind = "Ack" if s["detail"].get("result", "done") == "done" else "Release"  # a done call is acked
+        j = next((k for k in range(i, len(steps)) if steps[k]["action"] == kind
                   and (steps[k]["node"], steps[k]["wf"]) == key), len(steps))
         settle = steps[j]["action"] if j < len(steps) else "Ack"
         scoped = schedule.get("gates", {}).get("InvocationScopedPermits", True)
@@ -175,7 +176,8 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", trace_dir: 
 
         if any(not commutes(x) for x in steps[i:j]):
             # The model puts steps between the end and its ack or release that do not commute
-            # with them: they run, in the model's order, between finish's two store steps.
+            # with them: they are taken, in the model's order, while the call's finish is held
+            # between its two store steps (replay_steps.py _Settling).
             settle_between[i - 1] = list(range(i, j))
     if prop in NOT_REPLAYED:
         result.verdict, result.reason = "unmapped", f"{prop}: {NOT_REPLAYED[prop]}"
@@ -196,6 +198,7 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", trace_dir: 
             try:
                 return _run(r, result, steps, prop)
             finally:
+                settle_all(r)
                 if trace_dir is not None:
                     _export(r, trace_dir, str(schedule.get("model") or "replay"))
     finally:
@@ -257,6 +260,7 @@ def _run(r: Runner, result: Replay, steps: list[dict[str, Any]], prop: str | Non
         if broken:
             result.verdict, result.step, result.reason = "reproduced", i, f"after step {i} {name}: {broken}"
             return result
+    settle_all(r)  # the calls the schedule left between their end and their settle
     if prop in LIVENESS:
         left = _drain(r, prop)
         if left:

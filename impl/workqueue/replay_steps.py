@@ -6,6 +6,7 @@ take it as the schedule has it.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -62,8 +63,11 @@ class Runner:
         self.lag_windows: set[str] = set()  # consumers with a heartbeat_lag window open in the trace
         self.dropped: set[tuple[str, str]] = set()  # (consumer, entry): a poll's self-reclaim, dropped
         # An InvokeEnd's step index -> the steps the model puts before its ack or release that do
-        # not commute with them: run between finish's invoke_end and its settle (replay.py).
+        # not commute with them: taken while the call is held between its invoke_end and its
+        # settle (replay.py; `settling`).
         self.settle_between: dict[int, list[int]] = {}
+        # Calls held between their end and their settle, by (consumer, entry, "Ack" or "Release").
+        self.settling: dict[tuple[str, str, str], _Settling] = {}
 
     def now(self) -> int:
         return self.clock.now_ms()
@@ -114,6 +118,78 @@ def _outcome(evs: list[dict[str, Any]], op: str) -> str | None:
         if ev.get("op") == op:
             return str(ev.get("outcome"))
     return None
+
+
+_held = threading.local()  # on a settling thread: its _Settling
+
+
+def _hold_if_settling(entry: str) -> None:
+    """`QueueNode.between_end_and_settle` while a replay holds calls: it holds the call only on
+    the thread `_Settling` started for it; another call's finish on the same node goes through."""
+    held: _Settling | None = getattr(_held, "call", None)
+    if held is None:
+        return
+    held.ended.set()
+    if not held.go.wait(held.WAIT_S):
+        raise RuntimeError(f"{threading.current_thread().name}: never told to settle")
+
+
+class _Settling:
+    """A call's `QueueNode.finish` on a thread of its own, held between its invoke_end and its
+    ack or release (the node's `between_end_and_settle` hook) until `settle`. The replay's
+    thread and this one never run at once: each waits for the other's event."""
+
+    WAIT_S = 30.0  # a bound on a hand-off that should take microseconds: a hang is an error, not a wait
+
+    def __init__(self) -> None:
+        self.ended = threading.Event()
+        self.go = threading.Event()
+        self.error: BaseException | None = None
+        self.thread: threading.Thread | None = None
+
+    @classmethod
+    def start(cls, node: QueueNode, inv: Invocation, result: str) -> _Settling:
+        held = cls()
+
+        def run() -> None:
+            _held.call = held
+            try:
+                node.finish(inv, result)
+            except StoreFault:
+                pass  # the planned ack failure (the model's Ack failed)
+            except BaseException as exc:  # handed to the replay's thread by settle
+                held.error = exc
+            finally:
+                held.ended.set()
+
+        # Left in place for the node's other calls: the hook holds only a settling thread's call.
+        node.between_end_and_settle = _hold_if_settling
+        held.thread = threading.Thread(target=run, name=f"settle-{node.name}-{inv.entry}", daemon=True)
+        held.thread.start()
+        if not held.ended.wait(cls.WAIT_S):
+            raise RuntimeError(f"{node.name}'s finish of {inv.entry} never reached its invoke_end")
+        return held
+
+    def settle(self) -> None:
+        """Let the call ack or release, and wait for it."""
+        self.go.set()
+        assert self.thread is not None
+        self.thread.join(self.WAIT_S)
+        if self.thread.is_alive():
+            raise RuntimeError(f"{self.thread.name}: the settle did not return")
+        if self.error is not None:
+            raise self.error
+
+
+def _settle_kind(detail: Mapping[str, Any]) -> str:
+    """The step that settles a call: a done call is acked, any other released."""
+    return "Ack" if detail.get("result", "done") == "done" else "Release"
+
+
+def settle_all(r: Runner) -> None:
+    """Let every call still held between its end and its settle finish (the schedule ended)."""
+    for key in sorted(r.settling):
+        r.settling.pop(key).settle()
 
 
 def take_step(r: Runner, s: dict[str, Any]) -> str:
@@ -188,25 +264,31 @@ def take_step(r: Runner, s: dict[str, Any]) -> str:
         if ack is not None and ack["detail"].get("outcome") == "failed":
             r.store.faults.fail("ack", c)
         node = r.up(c)
-        between = [r.steps[k] for k in r.settle_between.get(i, [])]
-        if between:
-            def hook(entry: str) -> None:
-                r.lines.append(Line(len(r.lines) + 1, describe(s), f"ended {d.get('result')}", r.rows()))
-                _run_between(r, between, "the end and the settle of the call")
-            node.between_end_and_settle = hook
-        try:
-            node.finish(inv, d.get("result", "done"))
-        except StoreFault:
-            pass  # the planned ack failure (the model's Ack failed)
-        finally:
-            node.between_end_and_settle = None
+        if i in r.settle_between:
+            # The model puts steps between the end and the settle: the call's finish runs on a
+            # thread of its own, held between its two store steps until the schedule's Ack or
+            # Release; the steps between are taken in the model's order meanwhile.
+            r.settling[(c, e, _settle_kind(d))] = _Settling.start(node, inv, d.get("result", "done"))
+            outcome = f"ended {d.get('result')}; it settles at its Ack or Release"
+        else:
+            try:
+                node.finish(inv, d.get("result", "done"))
+            except StoreFault:
+                pass  # the planned ack failure (the model's Ack failed)
+            evs = r.new_events()
+            outcome = f"ended {d.get('result')}, then {_outcome(evs, 'ack') or _outcome(evs, 'release') or 'nothing'}"
         r.lagging.discard((c, e))
         if not any(n == c for n, _ in r.lagging):
             r.close_lag(c)
-        evs = r.new_events()
-        return f"ended {d.get('result')}, then {_outcome(evs, 'ack') or _outcome(evs, 'release') or 'nothing'}"
+        return outcome
     if a in ("Ack", "Release"):
-        return "done by the node's finish at InvokeEnd"
+        held = r.settling.pop((c, e, a), None)
+        if held is None:
+            return "done by the node's finish at InvokeEnd"
+        r.new_events()
+        held.settle()
+        evs = r.new_events()
+        return f"{_outcome(evs, 'ack') or _outcome(evs, 'release') or 'nothing'} (the call's settle)"
     raise Blocked(f"no replay for {a}")
 
 

@@ -37,10 +37,10 @@ EXPECTED = {
     "permit_for_message_life": ("reproduced", "blocked", None),
     # PollFallback has no queue gate (a poll always falls back): blocked both ways.
     "no_fallback": ("blocked", "blocked", None),
-    # The model puts c1's own reclaim between its call's end and the ack; QueueNode.finish runs
-    # it there (its between_end_and_settle hook), but the call's permit comes back only after the
-    # ack, where the model gives it back at InvokeEnd: the model can, the code cannot.
-    "ack_failure_leaks": ("blocked", "blocked", "InvokeEnd(c1, e1)"),
+    # The model puts c1's own reclaim between its call's end and the ack; the replay holds the
+    # call there (QueueNode's between_end_and_settle hook), but the call's permit comes back only
+    # after the ack, where the model gives it back at InvokeEnd: the model can, the code cannot.
+    "ack_failure_leaks": ("blocked", "blocked", "Reclaim(c1, e1)"),
     # Not replayed: LaggingLearnsLoss; the endless producer's re-offer (EndlessSpec).
     "lagging_claims_back": ("unmapped", "unmapped", None),
     "never_reclaim_first": ("unmapped", "unmapped", None),
