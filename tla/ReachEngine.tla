@@ -9,6 +9,24 @@
 (***************************************************************************)
 EXTENDS MCEngine
 
+\* History for one situation (renew_renewed_after_two_adoptions): the renew conflicts each run
+\* adopted since it started running (Renew's RenewAdoptsRerun branch: the run takes the row's
+\* version, keeps its lease and its renewal count), back to 0 when the slot is not running.
+VARIABLE adoptions
+reachVars == <<vars, adoptions>>
+Adopts(n, w, s) ==
+    /\ Renew(n, w, s)
+    /\ work'[n][w][s].version # work[n][w][s].version
+    /\ work'[n][w][s].renewals = work[n][w][s].renewals
+ReachInit == Init /\ adoptions = [n \in Nodes |-> [w \in Workflows |-> [s \in Slots |-> 0]]]
+ReachNext ==
+    /\ Next
+    /\ adoptions' = [n \in Nodes |-> [w \in Workflows |-> [s \in Slots |->
+                       IF work'[n][w][s].phase # "running" THEN 0
+                       ELSE IF Adopts(n, w, s) THEN adoptions[n][w][s] + 1
+                       ELSE adoptions[n][w][s]]]]
+ReachSpec == ReachInit /\ [][ReachNext]_reachVars
+
 Reach_create_instance_created == \E n \in Nodes, w \in Workflows : CreateInstance(n, w) /\ instance[w].status = "ABSENT"
 Never_create_instance_created == [][~Reach_create_instance_created]_vars
 
@@ -107,4 +125,13 @@ Reach_renew_conflict_after_adopting ==
         /\ Renew(n, w, s) /\ work[n][w][s].owed
         /\ ~(task[w].status \in LiveTask /\ task[w].version = work[n][w][s].version)
 Never_renew_conflict_after_adopting == [][~Reach_renew_conflict_after_adopting]_vars
+
+\* A run that adopted two reruns in a row (its renewal met a bump, then a second one) renews
+\* again at the row's version: it kept renewing (Renew adopts at each conflict), rather than
+\* let its lease lapse under it.
+Reach_renew_renewed_after_two_adoptions ==
+    \E n \in Nodes, w \in Workflows, s \in Slots :
+        /\ Renew(n, w, s) /\ adoptions[n][w][s] >= 2
+        /\ task[w].status \in LiveTask /\ task[w].version = work[n][w][s].version
+Never_renew_renewed_after_two_adoptions == [][~Reach_renew_renewed_after_two_adoptions]_vars
 =============================================================================
