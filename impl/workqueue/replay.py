@@ -198,9 +198,11 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", trace_dir: 
             try:
                 return _run(r, result, steps, prop)
             finally:
-                settle_all(r)
-                if trace_dir is not None:
-                    _export(r, trace_dir, str(schedule.get("model") or "replay"))
+                try:
+                    settle_all(r)
+                finally:
+                    if trace_dir is not None:
+                        _export(r, trace_dir, str(schedule.get("model") or "replay"))
     finally:
         if client is not None:
             r.store.delete_keys()

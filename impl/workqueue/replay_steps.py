@@ -187,9 +187,16 @@ def _settle_kind(detail: Mapping[str, Any]) -> str:
 
 
 def settle_all(r: Runner) -> None:
-    """Let every call still held between its end and its settle finish (the schedule ended)."""
+    """Let every call still held between its end and its settle finish (the schedule ended);
+    each one is let go even when an earlier one failed, whose error is then raised."""
+    errors = []
     for key in sorted(r.settling):
-        r.settling.pop(key).settle()
+        try:
+            r.settling.pop(key).settle()
+        except Exception as exc:  # raised below, once every held call is let go
+            errors.append(exc)
+    if errors:
+        raise errors[0]
 
 
 def take_step(r: Runner, s: dict[str, Any]) -> str:

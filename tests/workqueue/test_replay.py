@@ -130,3 +130,35 @@ def test_the_queue_map_names_the_heartbeat_calibration_s_steps() -> None:
     assert [s.describe() for s in sched.steps] == [
         "Offer(e1)", "ReceiveNew(c1, e1)", "Tick", "InvokeStart(c1, e1)", "Tick", "Reclaim(c2, e1)", "InvokeStart(c2, e1)"]
     assert sched.guards_off == ("HeartbeatOn",)
+
+
+def _step(state: int, action: str, node: str | None, tick: int, **detail: str) -> dict:
+    return {"state": state, "action": action, "node": node, "wf": None if action == "Tick" else "e1",
+            "slot": None, "tick": tick, "detail": detail}
+
+
+def test_a_call_whose_settle_the_model_puts_later_is_held_while_the_same_consumer_runs_another(tmp_path: Path) -> None:
+    # The model ends c1's first call (not done), c1 reclaims e1 and runs it again to its ack,
+    # and only then does the first call's release come, refused (the entry is acked). The
+    # replay holds the first call's finish between its invoke_end and its release on a thread
+    # of its own; the second call, on the replay's thread, must go through the same node's
+    # hook without being held. Without the hold, the first release touches the entry back
+    # before the ack.
+    gates = {g: True for g in ("RenewOwnerCheck", "RenewPastMaxProc", "InvocationScopedPermits", "AtomicRenew",
+                               "HeartbeatOn", "CleanupOnAckFailure", "ReclaimRetries", "CloseWaitsForHandlers",
+                               "PermitCheck", "ReclaimTurn", "PollFallback", "CrashFault", "PauseFault", "LagFault",
+                               "AckFailFault", "RejectFault", "CloseFault")}
+    steps = [_step(2, "Offer", None, 0), _step(3, "ReceiveNew", "c1", 0), _step(4, "Tick", None, 1),
+             _step(5, "InvokeStart", "c1", 1, outcome="started"), _step(6, "InvokeEnd", "c1", 1, result="not_done"),
+             _step(7, "Tick", None, 2), _step(8, "Reclaim", "c1", 2), _step(9, "InvokeStart", "c1", 2, outcome="started"),
+             _step(10, "InvokeEnd", "c1", 2, result="done"), _step(11, "Ack", "c1", 2, outcome="acked"),
+             _step(12, "Release", "c1", 2, outcome="refused")]
+    schedule = {"model": "held_settle", "property": "Edge", "gates": gates, "loop_from": None, "stutters": False,
+                "constants": {"VT": 2, "MaxProc": 1, "MaxDeliveries": 2, "MaxFaults": 2, "Permits": 2,
+                              "Consumers": ["c1", "c2"], "Entries": ["e1"]}, "steps": steps}
+    got = queue_replay.replay(schedule, trace_dir=tmp_path)
+    assert got.verdict == "held", got.reason
+    [trace] = tmp_path.glob("*.ndjson")
+    events = [json.loads(line) for line in trace.read_text().splitlines()[1:]]
+    settles = [(e["op"], e["outcome"]) for e in events if e.get("op") in ("ack", "release")]
+    assert settles == [("ack", "acked"), ("release", "refused")]
