@@ -72,8 +72,8 @@ def run(args: argparse.Namespace) -> int:
         own = (args.root / "guided" / f"{args.system}.yaml").is_file() and "replay" in base_model(args.root, args.system)
         if args.system not in PROJECTIONS and not own:
             print(f"leaseproof guided: --edges: no edge projection for {args.system!r} (leaseproof's: "
-                  f"{', '.join(sorted(PROJECTIONS))}, not the engine, whose base model does not finish in seconds; "
-                  "your own system's: project(before, after) in its replay file)", file=sys.stderr)
+                  f"{', '.join(sorted(PROJECTIONS))}; your own system's: project(before, after) in its replay file)",
+                  file=sys.stderr)
             return 2
     with tempfile.TemporaryDirectory(prefix="lp-guided-") as tmp:
         out = args.out or Path(tmp)

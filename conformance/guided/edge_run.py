@@ -18,7 +18,7 @@ from conformance.check.runner import Tlc, run_once
 from conformance.errors import LeaseproofError
 from conformance.guided.edges import EdgeCoverage, GraphError, StateGraph, edge_paths, parse_dot
 from conformance.guided.own import OwnReplayError, load_own_module, run_own
-from conformance.guided.projection import PROJECTIONS
+from conformance.guided.projection import ADMITS, PROJECTIONS
 from conformance.guided.targets import GUIDED_KEYS
 from conformance.models.model import Model, load_model
 from conformance.output.verdict import Kind
@@ -58,7 +58,17 @@ class EdgeRun:
 
 
 def _graph_model(root: Path, system: str, base: dict[str, Any], out: Path) -> Model:
+    """The base model, with what its `edges: {constants: ...}` changes for the graph (a smaller
+    model where the targets' base model has too many states to dump)."""
     data = {k: v for k, v in base.items() if k not in GUIDED_KEYS}
+    edges = base.get("edges") or {}
+    if not isinstance(edges, dict) or set(edges) - {"constants"} or not isinstance(edges.get("constants", {}), dict):
+        raise EdgeError(f"guided/{system}.yaml: edges must be a mapping with only `constants` (a mapping of "
+                        f"constant -> value), not {edges!r:.200}")
+    unknown = sorted(set(edges.get("constants", {})) - set(data.get("constants") or {}))
+    if unknown:
+        raise EdgeError(f"guided/{system}.yaml: edges: constants names what the base model does not: {', '.join(unknown)}")
+    data["constants"] = {**(data.get("constants") or {}), **edges.get("constants", {})}
     data |= {"name": f"graph_{system}", "expect": {"verdict": "ok"},
              "why": "the base model's state graph, dumped for the edge-guided runs"}
     path = out / "models" / f"graph_{system}.yaml"
@@ -104,7 +114,7 @@ def run_edges(root: Path, system: str, base: dict[str, Any], out: Path, *, store
         mapper = adapter = None
         impl_error: type[Exception] = OwnReplayError
     else:
-        paths = edge_paths(graph, PROJECTIONS[system](constants))
+        paths = edge_paths(graph, PROJECTIONS[system](constants), ADMITS.get(system))
         mapper_name, adapter_name = ADAPTERS[model.module]
         mapper, adapter = importlib.import_module(mapper_name), importlib.import_module(adapter_name)
         impl_error = importlib.import_module("impl.errors").ImplError

@@ -133,11 +133,14 @@ class EdgeCoverage:
                 "beyond": [f"{a} -> {b}" for a, b in self.beyond]}
 
 
-def edge_paths(graph: StateGraph, step_of: StepOf) -> dict[tuple[str, str], list[str]]:
+def edge_paths(graph: StateGraph, step_of: StepOf,
+               admits: Callable[[Mapping[str, Any]], bool] | None = None) -> dict[tuple[str, str], list[str]]:
     """The projected edges of `graph` (every pair of an entity's consecutive logged steps that
     some path takes), each with a shortest path of states from an initial state that takes it
     (the behaviour a generated run follows): one breadth-first search over (state, each
-    entity's last logged step), finite since both are.
+    entity's last logged step), finite since both are. With `admits`, only paths through
+    states it admits count (a state the trace spec rejects outright, such as two runs of one
+    workflow at once, is no behaviour the code should follow).
 
     >>> g = StateGraph({"a": {"x": 0}, "b": {"x": 1}, "c": {"x": 2}}, [("a", "b"), ("b", "c"), ("c", "b")], ["a"])
     >>> steps = {0: (("e", "put/ok"),), 1: (), 2: (("e", "put/again"),)}
@@ -146,7 +149,8 @@ def edge_paths(graph: StateGraph, step_of: StepOf) -> dict[tuple[str, str], list
     """
     out_edges: dict[str, list[tuple[str, Projected]]] = {s: [] for s in graph.states}
     for src, dst in graph.edges:
-        out_edges[src].append((dst, step_of(graph.states[src], graph.states[dst])))
+        if admits is None or admits(graph.states[dst]):
+            out_edges[src].append((dst, step_of(graph.states[src], graph.states[dst])))
     Key = tuple[str, tuple[tuple[str, str], ...]]  # a state, and each entity's last logged step
     parent: dict[Key, Key | None] = {}
     frontier: list[Key] = []

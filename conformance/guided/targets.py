@@ -14,7 +14,7 @@ from typing import Any
 # targets (their base models name it too; a user's base model names its own).
 REACH_MODULES = {"engine": "ReachEngine", "workqueue": "ReachWorkQueue", "command": "ReachCommandQueue"}
 # A base model's keys that are not a model file's.
-GUIDED_KEYS = ("situations", "replay", "outside_model")
+GUIDED_KEYS = ("situations", "replay", "outside_model", "edges")
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,7 @@ class Runner:
         self.handles: list[tuple[str, str, SimFiber]] = []  # every start: (node, wf, fiber)
         self.runs: dict[tuple[str, str, str], SimFiber] = {}  # (node, wf, slot)
         self.detached: set[tuple[str, str, str | None]] = set()  # leases the model let lapse
+        self.windows: set[tuple[str, str, str | None]] = set()  # stall windows logged and not yet ended
         self.terminal: dict[str, str] = {}
         self.events = 0
 
@@ -163,8 +164,15 @@ def take_step(r: Runner, s: dict[str, Any]) -> str:
         _tick(r)
         return f"+{TICK_MS} ms"
     if a in ("OutliveLease", "EarlyExpiry"):
+        # The holder (its run, or the taker of its queued copy) is held up: the window is logged
+        # as an injector logs it (faults.py `stall`), so that the lease lapsing under it is
+        # excused where another node takes the row, before the holder steps again and logs
+        # its own `lapse` line.
         r.detached.add((n, w, slot))
-        return "the node stalls: its lease may lapse"
+        r.sim.nodes[n].store.line(n, r.now(), w, "stall", "start")
+        r.windows.add((n, w, slot))
+        r.new_events()
+        return "the node stalls (a stall window opens): its lease may lapse"
     if a in ("RetryStart", "Stutter"):
         return "-"
     if a == "Crash":
@@ -289,6 +297,7 @@ def _schedule(r: Runner, s: dict[str, Any]) -> str:
 
 def _run_start(r: Runner, s: dict[str, Any]) -> str:
     n, w, slot, d = s["node"], s["wf"], s["slot"], s["detail"]
+    _end_window(r, n, w, slot if d.get("rerun") else None)
     if d.get("rerun"):
         f = r.runs.get((n, w, slot))
     else:
@@ -305,8 +314,28 @@ def _run_start(r: Runner, s: dict[str, Any]) -> str:
     return f"started (runs of {w} at once: {r.sim.monitor.concurrent(w)})"
 
 
+def _end_window(r: Runner, n: str, w: str, slot: str | None) -> bool:
+    """The held-up holder steps again: its stall window ends (logged before the step). Whether
+    there was one."""
+    if (n, w, slot) not in r.windows:
+        return False
+    r.windows.discard((n, w, slot))
+    r.sim.nodes[n].store.line(n, r.now(), w, "stall", "end")
+    r.new_events()
+    return True
+
+
+def _reopen_window(r: Runner, n: str, w: str, slot: str) -> None:
+    """A run whose lease the model let lapse steps and is held up again: Engine.tla keeps its
+    lease unbound until a renewal takes it back or the run finishes."""
+    r.sim.nodes[n].store.line(n, r.now(), w, "stall", "start")
+    r.windows.add((n, w, slot))
+    r.new_events()
+
+
 def _run_step(r: Runner, s: dict[str, Any]) -> str:
     a, n, w, slot, d = s["action"], s["node"], s["wf"], s["slot"], s["detail"]
+    held_up = _end_window(r, n, w, slot)
     f = r.runs.get((n, w, slot))
     op = {"RunEnd": "run_end", "Renew": "renew", "Remove": "remove",
           "RescheduleRetry": "reschedule_retry", "MarkFailed": "mark_failed"}[a]
@@ -334,6 +363,8 @@ def _run_step(r: Runner, s: dict[str, Any]) -> str:
         raise Blocked(f"{n}'s {op} is {out}; in the model {d.get('outcome')}")
     if a in ("Remove", "RescheduleRetry", "MarkFailed") and f is not None and f.done:
         r.runs.pop((n, w, slot), None)
+    if held_up and (a == "RunEnd" or (a == "Renew" and out != "renewed") or (a == "Remove" and out == "rerun")):
+        _reopen_window(r, n, w, slot)
     return str(out)
 
 

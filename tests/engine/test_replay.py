@@ -198,3 +198,45 @@ def test_replay_on_mariadb(request, name: str, key_prefix: str) -> None:
     sched = _schedule(name)
     assert engine_replay.replay(sched.to_json(), store=url, prefix=prefix).verdict == off
     assert engine_replay.replay(sched.with_guards_on().to_json(), store=url, prefix=prefix).verdict == on
+
+
+def _outlived_lease_schedule() -> dict:
+    """A behaviour of guided/engine.yaml's edge model: n1's run outlives its lease (OutliveLease),
+    saves, and is held up again; n2 leases the lapsed row and runs it; n1's remove then finds
+    its lease lost."""
+    def step(state: int, action: str, node: str | None = None, slot: str | None = None, tick: int = 0,
+             **detail: object) -> dict:
+        return {"state": state, "action": action, "node": node, "wf": None if action == "Tick" else "w1",
+                "slot": slot, "tick": tick, "detail": detail}
+    steps = [step(2, "CreateInstance", "n1", phase="created"),
+             step(3, "ScheduleInMemory", "n1", who="starter", outcome="inserted", queued=True, phase="awaiting"),
+             step(4, "RunStart", "n1", "s1", rerun=False, instance="RUNNING"),
+             step(5, "OutliveLease", "n1", "s1"),
+             step(6, "RunEnd", "n1", "s1", result="completed", saved=True, rerun=False, answered=True),
+             step(7, "Tick", tick=1), step(8, "Tick", tick=2),
+             step(9, "Fetch", "n2", tick=2), step(10, "RunStart", "n2", "s1", tick=2, rerun=False, instance="COMPLETED"),
+             step(11, "Remove", "n1", "s1", tick=2, outcome="conflict")]
+    gates = {g: True for g in ("HonourCheck", "BumpOnHonoredLease", "CreateExistingIsNoop", "ForceSignalInScheduler",
+                               "InMemoryStart", "RecoverStrandedStart", "RecoverAfterLease", "RenewAdoptsRerun",
+                               "RunEndChecksStatus", "ArmTimerWithSave", "ResultUnavailable", "AnswerFromStore")}
+    return {"model": "outlived_lease", "property": "Edge", "gates": {**gates, "TimerRuns": False},
+            "constants": {"Lease": 2, "Backoff": 1, "MaxRetries": 1, "MaxRenewals": 1, "MaxClock": 3,
+                          "Nodes": ["n1", "n2"], "Workflows": ["w1"], "Slots": ["s1"], "StartNodes": ["n1"],
+                          "SignalNodes": ["n2"]},
+            "loop_from": None, "stutters": False, "steps": steps}
+
+
+@pytest.mark.tlc
+def test_an_outlived_lease_is_a_logged_stall_window_that_excuses_the_lapse(tmp_path: Path) -> None:
+    from conformance.interleave.validate import trace_validator
+
+    got = engine_replay.replay(_outlived_lease_schedule(), trace_dir=tmp_path)
+    assert got.verdict == "held", got.reason
+    [trace] = tmp_path.glob("*.ndjson")
+    lines = [json.loads(x) for x in trace.read_text().splitlines()[1:-1]]
+    seen = [(e["node"], e["op"], e["outcome"]) for e in lines]
+    # The window is open when n2 takes the row (n1 is held up again after its save), and n1's
+    # remove, once it steps again, finds the lease lost.
+    assert seen.index(("n1", "stall", "start"), seen.index(("n1", "run_end", "saved"))) < seen.index(("n2", "fetch", "leased"))
+    assert ("n1", "remove", "lost") in seen
+    assert trace_validator(ROOT)([trace]) == {}

@@ -68,9 +68,47 @@ def test_the_queue_s_edges_are_replayed_the_coverage_printed_and_the_differences
     assert proc.returncode == 1 and out["findings"], proc.stdout[-2000:]
     assert all(f["finding"].startswith("the model can, the code cannot")
                and ("no free permit" in f["finding"] or "holds no hand-off" in f["finding"]) for f in out["findings"])
-    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "guided", "--root", str(ROOT), "--edges"],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2 and "no edge projection for 'engine'" in proc.stderr
+
+
+def test_a_system_without_a_projection_or_with_a_bad_edges_section_is_an_error(tmp_path: Path) -> None:
+    from conformance.check.runner import Tlc
+    from conformance.guided.edge_run import EdgeError, run_edges
+    from conformance.guided.run import base_model
+
+    def edges(system: str, base: dict) -> None:
+        run_edges(ROOT, system, base, tmp_path, store="memory://", tlc=Tlc(Path("java"), Path("no.jar")),
+                  validate=None, accepted=[])
+
+    with pytest.raises(EdgeError, match="no edge projection for 'lease'"):
+        edges("lease", {"module": "Lease"})
+    base = base_model(ROOT, "engine")
+    with pytest.raises(EdgeError, match="edges must be a mapping with only `constants`"):
+        edges("engine", {**base, "edges": {"constants": {}, "gates": {}}})
+    with pytest.raises(EdgeError, match="names what the base model does not: Nodez"):
+        edges("engine", {**base, "edges": {"constants": {"Nodez": ["n1"]}}})
+
+
+def test_the_engine_projection_names_each_logged_step_and_admits_no_overlapping_runs() -> None:
+    from conformance.guided.projection import engine_step, no_overlapping_runs
+    from conformance.models.model import load_model
+    from conformance.replay import run as replay_run
+
+    def projected(name: str) -> tuple[list[tuple[str, str]], list[bool]]:
+        model = load_model(ROOT / "models" / "engine" / f"{name}.yaml", (ROOT / "tla",))
+        verdict = replay_run.saved_verdict(ROOT / "tests" / "fixtures" / "replay" / f"{name}.json", name)
+        states = [s["variables"] for s in verdict["counterexample"]["states"]]
+        step_of = engine_step({k: c.value for k, c in model.constants.items()})
+        return [x for p, q in zip(states, states[1:]) for x in step_of(p, q)], [no_overlapping_runs(s) for s in states]
+
+    shown, admitted = projected("signal_failure")
+    assert [s for _, s in shown] == ["create_instance/created", "schedule/inserted", "fetch/leased", "run_start/started",
+                                     "update_instance/updated", "run_end/conflict", "remove/removed"]
+    assert all(admitted)
+    # A lease lapses under a run and another node runs the workflow beside it: the last state
+    # has two runs at once, which no generated run may pass through.
+    shown, admitted = projected("lease_faults")
+    assert [s for _, s in shown][-2:] == ["fetch/leased", "run_start/started"] and admitted[-1] is False
+    assert all(admitted[:-1])
 
 
 @pytest.mark.tlc
@@ -87,6 +125,23 @@ def test_the_command_layer_s_edges_find_the_guarded_external_call(tmp_path: Path
     findings = [r.finding for r in runs if r.finding is not None]
     assert len(findings) == 10 and all("no longer owns the guard" in f for f in findings), findings
     assert len(cov.projected) == 256 and len(cov.covered) >= 236, cov.summary()
+
+
+@pytest.mark.tlc
+@pytest.mark.slow
+def test_the_engine_s_edges_are_replayed_on_its_smaller_edge_model(tmp_path: Path) -> None:
+    from conformance.check.runner import Tlc
+    from conformance.guided.edge_run import run_edges
+    from conformance.guided.run import base_model
+    from conformance.interleave.validate import trace_validator
+
+    cov, runs = run_edges(ROOT, "engine", base_model(ROOT, "engine"), tmp_path, store="memory://",
+                          tlc=Tlc.locate(), validate=trace_validator(ROOT), accepted=[])
+    assert cov.states == 42962 and len(cov.projected) == 236 and len(cov.covered) >= 196, cov.summary()
+    # A lapsed lease is a logged stall window, and no behaviour runs a workflow twice at once:
+    # no trace of the designed engine is rejected; what it cannot follow is a finding.
+    findings = [r.finding for r in runs if r.finding is not None]
+    assert findings and all(f.startswith("the model can, the code cannot") for f in findings), findings
 
 
 @pytest.mark.tlc
