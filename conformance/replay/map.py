@@ -281,10 +281,26 @@ def _renew_outcome(a: Mapping[str, Any], b: Mapping[str, Any]) -> str:
     return "conflict"
 
 
-def _is_tick(p: Mapping[str, Any], q: Mapping[str, Any], label: str) -> bool:
+def _is_tick(p: Mapping[str, Any], q: Mapping[str, Any], label: str, max_clock: int | None) -> bool:
     if label in ("Tick", "TickPastWindow"):
         return True
-    return isinstance(p.get("clock"), int) and isinstance(q.get("clock"), int) and q["clock"] == p["clock"] + 1
+    if isinstance(p.get("clock"), int) and isinstance(q.get("clock"), int) and q["clock"] == p["clock"] + 1:
+        return True
+    return _is_shift(p, q, max_clock)
+
+
+def _is_shift(p: Mapping[str, Any], q: Mapping[str, Any], max_clock: int | None) -> bool:
+    """Tick at MaxClock, told from the states alone (a path of the state graph has no action
+    labels): the clock stays, every stored time moves down one (Engine.tla's Shift), and no
+    caller, instance or budget changes."""
+    if max_clock is None or p.get("clock") != max_clock or q.get("clock") != max_clock or p == q:
+        return False
+    tasks_p, tasks_q = p.get("task") or {}, q.get("task") or {}
+    if not tasks_p or tasks_p.keys() != tasks_q.keys():
+        return False
+    shifted = all(tasks_q[w] == {**tasks_p[w], "run_after": max(tasks_p[w]["run_after"] - 1, 0)} for w in tasks_p)
+    kept = ("instance", "starter", "signaller", "budget", "sigRead")
+    return shifted and all(q.get(k) == p.get(k) for k in kept)
 
 
 def steps_of(states: Sequence[Mapping[str, Any]], constants: Mapping[str, Any],
@@ -295,7 +311,7 @@ def steps_of(states: Sequence[Mapping[str, Any]], constants: Mapping[str, Any],
     tick = 0
     for prev, cur in zip(states, states[1:]):
         p, q, label, index = prev["variables"], cur["variables"], cur["action"], cur["index"]
-        if _is_tick(p, q, label):
+        if _is_tick(p, q, label, constants.get("MaxClock")):
             tick += 1
             name = "TickPastWindow" if label == "TickPastWindow" or (
                 q.get("clock") == p.get("clock", 0) + 1 and p.get("clock") == constants.get("MaxClock")) else "Tick"

@@ -148,6 +148,22 @@ def test_an_unexplained_transition_is_an_error() -> None:
         steps_of(states, {})
 
 
+def test_a_tick_at_max_clock_is_read_from_the_states_alone() -> None:
+    # A path of the state graph (guided --edges) has no action labels: Tick at MaxClock keeps
+    # the clock and moves every stored time down one, which must read as a Tick, not as a
+    # finishing write of the run that holds the row.
+    work = {"n1": {"w1": {"s1": {"phase": "ended", "result": "completed", "lease": 4, "version": 3}}}}
+    before = {"clock": 3, "task": {"w1": {"version": 3, "status": "RUNNING", "run_after": 4, "retry_count": 1}},
+              "work": work, "instance": {"w1": {"version": 3, "status": "COMPLETED"}}}
+    after = {**before, "task": {"w1": {**before["task"]["w1"], "run_after": 3}},
+             "work": {"n1": {"w1": {"s1": {**work["n1"]["w1"]["s1"], "lease": 3}}}}}
+    states = [{"index": 1, "action": "Next", "variables": before}, {"index": 2, "action": "Next", "variables": after}]
+    assert [s.action for s in steps_of(states, {"MaxClock": 3})] == ["Tick"]
+    # Below MaxClock the same change is no tick (and nothing else explains it).
+    below = [{**s, "variables": {**s["variables"], "clock": 2}} for s in states]
+    assert [s.action for s in steps_of(below, {"MaxClock": 3})] != ["Tick"]
+
+
 def test_cli_replays_a_saved_counterexample(capsys) -> None:
     rc = main(["replay", "inmem_overlap_unguarded", "--root", str(ROOT),
                "--from", str(FIXTURES / "inmem_overlap_unguarded.json"), "--json"])
