@@ -21,7 +21,7 @@ MODELS=(
   permit_for_message_life lagging_claims_back never_reclaim_first type_unpaid_fault
   cancel_ignores_guard crash_uncooperative_remote no_attempt_guard no_attempt_guard_overlap no_terminal_check
   put_if_owner_two_steps put_if_owner_two_steps_terminal seed_safety_non_idempotent state_expired_late_resubmit
-  state_expired_no_terminal_check submit_without_repair type_offer_retry
+  state_expired_no_terminal_check submit_without_repair type_offer_retry call_unchecked release_plain_delete
 )
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

@@ -10,6 +10,8 @@
 (*                                             |    PutIfOwner PROCESSING  *)
 (*                                             |    PutIfOwner terminal    *)
 (*                                             +--> GuardRelease --> Ack   *)
+(*          a call that throws (CallThrows): GuardRelease, no Ack: the      *)
+(*          message stays pending and a later delivery calls again         *)
 (*  external system: counts calls and executions per idempotency key      *)
 (*                                                                         *)
 (* The queue below is abstract: any pending message of a command may be   *)
@@ -45,13 +47,16 @@ CONSTANTS
     TerminalCheck,       \* a delivery that reads a terminal status (or none) only acks
     CancelTakesGuard,    \* cancel is refused while an attempt holds the guard
     ExternalIdempotent,  \* the remote honours the idempotency key (a cooperative remote)
-    CancelOn             \* the client may cancel
+    CancelOn,            \* the client may cancel
+    CallChecksGuard,     \* the external call's script refuses an attempt that lost the guard
+    ReleaseChecksOwner   \* guard_release deletes the guard only if the attempt owns it
 
 \* Faults.
 CONSTANTS
     CrashFault,        \* a worker process dies
     PauseFault,        \* a worker stalls longer than the guard TTL
-    ClientCrashFault   \* the client fails between the state write and the offer
+    ClientCrashFault,  \* the client fails between the state write and the offer
+    CallThrowsFault    \* the external system throws after the call (CallThrows)
 
 \* The state record's TTL (state_ttl_ms, a day by default, set again by every state write:
 \* submit_state.lua, put_if_owner.lua, cancel.lua). It is far longer than the guard TTL and
@@ -72,14 +77,16 @@ ASSUME /\ MaxSubmits \in Nat \ {0}
        /\ MaxFaults \in Nat
        /\ NoOne \notin WorkerIds \cup CommandIds
        /\ \A g \in {AtomicPutIfOwner, RepairOnResubmit, AttemptGuard, TerminalCheck,
-                    CancelTakesGuard,                    ExternalIdempotent, CancelOn,
-                    CrashFault, PauseFault, ClientCrashFault, StateExpiry, LateResubmit} :
+                    CancelTakesGuard, ExternalIdempotent, CancelOn, CallChecksGuard,
+                    ReleaseChecksOwner, CrashFault, PauseFault, ClientCrashFault,
+                    CallThrowsFault, StateExpiry, LateResubmit} :
                  g \in BOOLEAN
 
 Terminal == {"SUCCEEDED", "FAILED", "CANCELLED"}
 Statuses == {"NONE", "PENDING", "SUBMITTING", "PROCESSING"} \cup Terminal
-\* An attempt's program counter: what it does next.
-PCs == {"idle", "take", "submit", "call", "process", "finish", "release", "ack"}
+\* An attempt's program counter: what it does next ("drop": release the guard after a call
+\* that threw, then end without acking).
+PCs == {"idle", "take", "submit", "call", "process", "finish", "release", "ack", "drop"}
 
 -----------------------------------------------------------------------------
 (* The store (Redis): command state, attempt guard, stream messages.        *)
@@ -114,10 +121,11 @@ workerVars == <<wmode, cmdOf, pc, stale, checked>>
 (* History, for the properties only.                                         *)
 VARIABLES
     staleWrite,     \* a state write committed by an attempt that did not own the guard
+    staleCall,      \* an external call made by an attempt that did not own the guard
     firstTerminal,  \* [Commands -> Terminal \cup {"NONE"}]: the first terminal status written
     restarted,      \* a SUBMITTING write to a command that had already reached a terminal status
     faults
-writeHistory == <<staleWrite, firstTerminal, restarted>>   \* what the state writes did
+writeHistory == <<staleWrite, staleCall, firstTerminal, restarted>>  \* what writes and calls did
 historyVars == <<writeHistory, faults>>
 
 vars == <<storeVars, externalVars, clientVars, workerVars, historyVars>>
@@ -138,6 +146,7 @@ TypeOK ==
     /\ stale \in [Workers -> BOOLEAN]
     /\ checked \in [Workers -> BOOLEAN]
     /\ staleWrite \in BOOLEAN
+    /\ staleCall \in BOOLEAN
     /\ firstTerminal \in [Commands -> Terminal \cup {"NONE"}]
     /\ restarted \in BOOLEAN
     /\ faults \in 0..MaxFaults
@@ -177,6 +186,7 @@ EndAttempt(w) ==
 Wrote(w, k, s) ==
     /\ status' = [status EXCEPT ![k] = s]
     /\ staleWrite' = (staleWrite \/ guard[k] /= w)
+    /\ UNCHANGED staleCall
     /\ firstTerminal' = [firstTerminal EXCEPT ![k] =
                             IF @ = "NONE" /\ s \in Terminal THEN s ELSE @]
     /\ restarted' = (restarted \/ (s = "SUBMITTING" /\ firstTerminal[k] /= "NONE"))
@@ -197,6 +207,7 @@ Init ==
     /\ stale = [w \in Workers |-> FALSE]
     /\ checked = [w \in Workers |-> FALSE]
     /\ staleWrite = FALSE
+    /\ staleCall = FALSE
     /\ firstTerminal = [k \in Commands |-> "NONE"]
     /\ restarted = FALSE
     /\ faults = 0
@@ -268,7 +279,7 @@ GuardTake(w) ==
 GuardRenew(w) ==
     LET k == cmdOf[w] IN
     /\ AttemptGuard /\ Running(w)
-    /\ pc[w] \notin {"idle", "take", "ack"}
+    /\ pc[w] \notin {"idle", "take", "ack", "drop"}
     /\ IF guard[k] = w
          THEN /\ stale' = [stale EXCEPT ![w] = FALSE]                          \* renewed
               /\ UNCHANGED <<pc, cmdOf, checked>>
@@ -302,25 +313,53 @@ PutIfOwner(w, s) ==
               /\ UNCHANGED <<status, writeHistory>>
     /\ UNCHANGED <<guard, fresh, msgs, externalVars, clientVars, wmode, faults>>
 
-\* external_call: the call to the external system with the command id as idempotency key.
+\* external_call: the call to the external system with the command id as idempotency key,
+\* recorded by a script that first checks the guard's owner (external_call.lua): an attempt
+\* that lost its guard (a stall past the TTL) is refused there and ends, nothing called.
 \* A cooperative remote performs the side effect once per key; an uncooperative one on
 \* every call.
+CallRefused(w) == CallChecksGuard /\ AttemptGuard /\ guard[cmdOf[w]] /= w
+
 ExternalCall(w) ==
     LET k == cmdOf[w] IN
     /\ Running(w) /\ pc[w] = "call"
-    /\ extCalls' = [extCalls EXCEPT ![k] = @ + 1]
-    /\ extExec' = [extExec EXCEPT ![k] = IF ExternalIdempotent /\ @ > 0 THEN @ ELSE @ + 1]
-    /\ pc' = [pc EXCEPT ![w] = "process"]
-    /\ UNCHANGED <<storeVars, clientVars, wmode, cmdOf, stale, checked, historyVars>>
+    /\ IF CallRefused(w)
+         THEN /\ EndAttempt(w)                                                 \* refused
+              /\ UNCHANGED <<externalVars, staleCall>>
+         ELSE /\ extCalls' = [extCalls EXCEPT ![k] = @ + 1]                    \* called
+              /\ extExec' = [extExec EXCEPT ![k] = IF ExternalIdempotent /\ @ > 0 THEN @ ELSE @ + 1]
+              /\ staleCall' = (staleCall \/ (AttemptGuard /\ guard[k] /= w))
+              /\ pc' = [pc EXCEPT ![w] = "process"]
+              /\ UNCHANGED <<cmdOf, stale, checked>>
+    /\ UNCHANGED <<storeVars, clientVars, wmode, staleWrite, firstTerminal, restarted, faults>>
 
-\* guard_release: compare-and-delete (released, or lost when another attempt owns it).
+\* The external system threw after the call (the reference's handler_throws): the attempt
+\* writes nothing more, releases its guard at once (so that the next delivery may call again,
+\* same key) and ends without acking, its message left pending. The step itself, which a
+\* trace spec takes where the attempt's guard_release line shows it; Throw spends a fault.
+CallThrows(w) ==
+    /\ Running(w) /\ pc[w] = "process"
+    /\ pc' = [pc EXCEPT ![w] = "drop"]
+    /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, cmdOf, stale, checked,
+                   writeHistory>>
+
+Throw(w) ==
+    /\ CanFault(CallThrowsFault)
+    /\ CallThrows(w)
+    /\ faults' = faults + 1
+
+\* guard_release: compare-and-delete (released, or lost when another attempt owns it); after
+\* a throw the attempt ends there, not acking. Without the owner check a plain DEL, which
+\* frees another attempt's guard.
 GuardRelease(w) ==
     LET k == cmdOf[w] IN
-    /\ Running(w) /\ pc[w] = "release"
-    /\ guard' = [guard EXCEPT ![k] = IF @ = w THEN NoOne ELSE @]
-    /\ pc' = [pc EXCEPT ![w] = "ack"]
-    /\ UNCHANGED <<status, fresh, msgs, externalVars, clientVars, wmode, cmdOf, stale,
-                   checked, historyVars>>
+    /\ Running(w) /\ pc[w] \in {"release", "drop"}
+    /\ guard' = [guard EXCEPT ![k] = IF @ = w \/ ~ReleaseChecksOwner THEN NoOne ELSE @]
+    /\ IF pc[w] = "release"
+         THEN /\ pc' = [pc EXCEPT ![w] = "ack"]
+              /\ UNCHANGED <<cmdOf, stale, checked>>
+         ELSE EndAttempt(w)
+    /\ UNCHANGED <<status, fresh, msgs, externalVars, clientVars, wmode, historyVars>>
 
 \* ack: XACK + XDEL of the delivered message. A duplicate delivery of a message already
 \* acked acks nothing (XACK returns 0).
@@ -346,7 +385,7 @@ Cancel(k) ==
        \/ /\ status[k] \in Terminal                                          \* terminal
           /\ UNCHANGED <<status, firstTerminal>>
     /\ UNCHANGED <<guard, fresh, msgs, externalVars, clientVars, workerVars, staleWrite,
-                   restarted, faults>>
+                   staleCall, restarted, faults>>
 
 -----------------------------------------------------------------------------
 (* Hidden actions.                                                          *)
@@ -419,7 +458,7 @@ WorkerStep(w) ==
     \/ GuardTake(w) \/ GuardRenew(w) \/ PutCheck(w)
     \/ \E s \in Statuses : PutIfOwner(w, s)
     \/ ExternalCall(w) \/ GuardRelease(w) \/ Ack(w)
-    \/ Crash(w) \/ Pause(w) \/ Resume(w)
+    \/ Crash(w) \/ Pause(w) \/ Resume(w) \/ Throw(w)
 
 Next ==
     \/ \E k \in Commands :
@@ -454,6 +493,10 @@ NoStaleWrite == ~staleWrite
 \* the TTL ends it, it does not change it).
 TerminalIsStable ==
     \A k \in Commands : firstTerminal[k] /= "NONE" => status[k] \in {firstTerminal[k], "NONE"}
+
+\* No external call is made by an attempt that does not own the guard (the call's own owner
+\* check): the stale attempt's call may come long after another attempt took over.
+NoStaleCall == ~staleCall
 
 \* A finished command is never started again: no attempt writes SUBMITTING (the step before
 \* a fresh call of the remote) once it reached a terminal status, also after its record expired.

@@ -6,9 +6,9 @@
 (* the first behaviour that takes that logged step with that outcome, so   *)
 (* TLC's counterexample is a shortest behaviour of the model that reaches  *)
 (* it, which the replay then drives the command layer along.  An outcome   *)
-(* that only the trace spec's implementation quirks give (a refused        *)
-(* external call, a failed ack) has no step here: guided/command.yaml      *)
-(* declares it outside the model, with the reason.                         *)
+(* that only the trace spec's implementation quirks give (a failed ack)   *)
+(* has no step here: guided/command.yaml declares it outside the model,   *)
+(* with the reason.                                                        *)
 (***************************************************************************)
 EXTENDS MCCommandQueue
 
@@ -33,7 +33,7 @@ ReachNext ==
           \/ Named("PutCheck", w, PutCheck(w)) \/ \E s \in Statuses : Named("PutIfOwner", w, PutIfOwner(w, s))
           \/ Named("ExternalCall", w, ExternalCall(w)) \/ Named("GuardRelease", w, GuardRelease(w))
           \/ Named("Ack", w, Ack(w)) \/ Named("Crash", w, Crash(w)) \/ Named("Pause", w, Pause(w))
-          \/ Named("Resume", w, Resume(w))
+          \/ Named("Resume", w, Resume(w)) \/ Named("Throw", w, Throw(w))
 ReachSpec == ReachInit /\ [][ReachNext]_reachVars
 
 \* The step taken is `name` (on `of`).
@@ -75,11 +75,11 @@ Never_put_if_owner_written == [][~Reach_put_if_owner_written]_reachVars
 Reach_put_if_owner_refused == \E w \in Workers : Took("PutIfOwner", w) /\ ~PutWrites(w)
 Never_put_if_owner_refused == [][~Reach_put_if_owner_refused]_reachVars
 
-Reach_external_call_called == \E w \in Workers : Took("ExternalCall", w)
+Reach_external_call_called == \E w \in Workers : Took("ExternalCall", w) /\ ~CallRefused(w)
 Never_external_call_called == [][~Reach_external_call_called]_reachVars
 
-\* Outside the model (guided/command.yaml): CommandQueue's ExternalCall never refuses.
-Never_external_call_refused == TRUE
+Reach_external_call_refused == \E w \in Workers : Took("ExternalCall", w) /\ CallRefused(w)
+Never_external_call_refused == [][~Reach_external_call_refused]_reachVars
 
 Reach_guard_release_released == \E w \in Workers : Took("GuardRelease", w) /\ guard[cmdOf[w]] = w
 Never_guard_release_released == [][~Reach_guard_release_released]_reachVars
@@ -114,4 +114,10 @@ Never_put_refused_under_live_guard == [][~Reach_put_refused_under_live_guard]_re
 Reach_renew_lost_under_live_guard ==
     \E w \in Workers : Took("GuardRenew", w) /\ guard[cmdOf[w]] \notin {w, NoOne}
 Never_renew_lost_under_live_guard == [][~Reach_renew_lost_under_live_guard]_reachVars
+
+\* ... and a call that threw: the attempt's early release finds the guard another attempt's
+\* (its own lapsed while it stalled), and leaves it (the compare-and-delete).
+Reach_release_lost_after_throw ==
+    \E w \in Workers : Took("GuardRelease", w) /\ pc[w] = "drop" /\ guard[cmdOf[w]] \notin {w, NoOne}
+Never_release_lost_after_throw == [][~Reach_release_lost_after_throw]_reachVars
 =============================================================================

@@ -56,16 +56,16 @@
 (*                             logs no guard op then: only the read)      *)
 (*   PutCheck(w)               the owner read of the two-step putIfOwner  *)
 (*                             (AtomicPutIfOwner off), at any time         *)
+(*   CallThrows(w)             the external call threw: at the attempt's  *)
+(*                             guard_release line, which follows no write *)
 (* A heartbeat that renews inside its node's injected lag window, or a    *)
 (* guard renewed later than twice the header's heartbeat_ms after its     *)
 (* last take or renewal outside any window of its node, is rejected       *)
 (* (HeartbeatLagged, HeartbeatAsClaimed): a header cannot shorten the     *)
 (* heartbeat the guard TTL is checked against.                            *)
-(* Implementation quirks, in ImplQuirk: a call that throws releases the   *)
-(* guard and leaves the message pending; an ack that fails (an ack_fail   *)
+(* Implementation quirks, in ImplQuirk: an ack that fails (an ack_fail    *)
 (* line before it) or finds the entry already acked (by another delivery  *)
-(* of it) takes no message; an external call refused by its script's      *)
-(* owner check ends the attempt.                                          *)
+(* of it) takes no message; the status read after the guard_take.        *)
 (*                                                                         *)
 (* Besides the protocol, every line must keep, for its command:           *)
 (* NoStaleWrite, NoStaleCall (no external call recorded by an attempt     *)
@@ -175,7 +175,7 @@ CmdAfter(k) ==
 \* Attempts of k that run it: past their guard_take, before their release, running and
 \* not stale (a stalled attempt whose guard lapsed runs on, but learns it at its next step).
 Live(k) == {w \in DOMAIN dl' : /\ cmdOf'[w] = k /\ wmode'[w] = "running" /\ ~stale'[w]
-                               /\ pc'[w] \in {"submit", "call", "process", "finish", "release"}}
+                               /\ pc'[w] \in {"submit", "call", "process", "finish", "release", "drop"}}
 
 \* The next line is an `op`, by a node that has not stopped, on a command the model has room for.
 Logged(op, k) == E.op = op /\ E.node \notin stopped /\ k \in Commands
@@ -366,7 +366,7 @@ AttemptOf(j) == LET e == Traces[t][j] IN
 LogsAgain(a) == \E j \in (l + 2)..Lines : AttemptOf(j) = a
 LostRenewRunsOn(w) ==
     /\ AttemptGuard /\ Running(w)
-    /\ pc[w] \notin {"idle", "take", "ack"}
+    /\ pc[w] \notin {"idle", "take", "ack", "drop"}
     /\ guard[cmdOf[w]] # w
     /\ LogsAgain(Att)
     /\ stale' = [stale EXCEPT ![w] = TRUE]
@@ -418,25 +418,16 @@ IsPutIfOwner(k, wk) ==
     /\ BindW(wk) /\ UNCHANGED <<gone, pel, lostRenew>> /\ KeepTime /\ KeepBudgets
     /\ Explains(k, IF pc'[wk] = "idle" THEN "refused" ELSE "written", TRUE)
 
-(* Implementation quirk (listed with the others under ImplQuirk): CallRefused. The        *)
-(* reference checks the guard's owner in the script that records the external call and   *)
-(* ends a stale attempt there, nothing called (impl/workqueue/external_call.lua);          *)
-(* CommandQueue's attempt calls whatever the guard.                                        *)
-CallRefused(w) ==
-    /\ AttemptGuard /\ Running(w) /\ pc[w] = "call"
-    /\ guard[cmdOf[w]] # w
-    /\ EndAttempt(w)
-    /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, historyVars>>
-
 \* NoStaleCall: a call recorded by an attempt that does not own the guard (the script's owner
-\* check skipped) is rejected at that line, whatever explains the rest.
+\* check skipped) is rejected at that line, whatever explains the rest. CommandQueue's
+\* ExternalCall refuses such an attempt (CallChecksGuard, on here).
 IsExternalCall(k, wk) ==
     /\ Logged("external_call", k)
     /\ Worker(k, wk)
-    /\ IF E.outcome = "refused" THEN CallRefused(wk) ELSE ExternalCall(wk)
+    /\ ExternalCall(wk)
     /\ BindW(wk) /\ UNCHANGED <<gone, pel, lostRenew>> /\ KeepTime /\ KeepBudgets
     /\ Match(t, l + 1, [NoStaleCall |-> <<AttemptGuard /\ E.outcome = "called" /\ guard[k] # wk, FALSE>>])
-    /\ Explains(k, IF AttemptGuard /\ guard[k] # wk THEN "refused" ELSE "called", TRUE)
+    /\ Explains(k, IF CallRefused(wk) THEN "refused" ELSE "called", TRUE)
 
 IsGuardRelease(k, wk) ==
     /\ Logged("guard_release", k)
@@ -661,20 +652,16 @@ TwoStepCheck ==
     /\ \E w \in DOMAIN dl : PutCheck(w)
     /\ UNCHANGED traceVars
 
+\* CommandQueue's CallThrows (the handler_throws feature): an attempt past its external call
+\* releases its guard with no write before it. Taken only at that guard_release line, which
+\* the code logs for a thrown call alone (its other releases follow a terminal write or a
+\* terminal read).
+Threw(wk) ==
+    /\ l < Lines /\ E.op = "guard_release" /\ IsBound(wk)
+    /\ CallThrows(wk) /\ UNCHANGED <<faults, traceVars>>
+
 (* Implementation quirks, in one place (besides AckTakesNothing above, a logged ack,      *)
 (* and LostRenewRunsOn below, a logged guard_renew):                                     *)
-(*  - CallThrows: the external call threw (the handler_throws feature): the attempt       *)
-(*    releases the guard at once and ends without acking, the message left pending; a    *)
-(*    later delivery finds SUBMITTING and calls again with the same key. CommandQueue's   *)
-(*    attempt always goes on to PROCESSING.                                               *)
-CallThrows(wk) ==
-    /\ l < Lines /\ E.op = "guard_release" /\ IsBound(wk)
-    /\ \E w \in {wk} :
-          /\ pc[w] = "process"
-          /\ pc' = [pc EXCEPT ![w] = "release"]
-    /\ UNCHANGED <<storeVars, externalVars, clientVars, wmode, cmdOf, stale, checked,
-                   historyVars, traceVars>>
-
 (*  - LateStatusRead: the reference reads the status in a step of its own after its        *)
 (*    guard_take (impl/workqueue/commands.py), not with it: an attempt whose guard lapsed   *)
 (*    in between reads what the next holder wrote (SUBMITTING: it goes to its call, which   *)
@@ -700,9 +687,7 @@ LateStatusRead(wk) ==
 
 (*  - LostRenewRunsOn: defined before IsGuardRenew, which uses it.                        *)
 
-(*  - CallRefused: defined before IsExternalCall, which uses it.                          *)
-
-ImplQuirk(wk) == CallThrows(wk) \/ LateStatusRead(wk)
+ImplQuirk(wk) == LateStatusRead(wk)
 
 \* The next line needs k's guard gone: its holder stalls, the guard lapses, or (never
 \* enabled) the line says why neither can be.
@@ -710,7 +695,7 @@ GuardGoes(k, wk) == GuardMustGo(k, wk) /\ (HolderStalls(k) \/ GuardLapses(k) \/ 
 
 Hidden(k, wk) ==
     \/ GuardGoes(k, wk) \/ Unstall(wk) \/ ClientRetries(k)
-    \/ GuardlessRead(k) \/ GuardlessRelease(k) \/ TwoStepCheck \/ ImplQuirk(wk)
+    \/ GuardlessRead(k) \/ GuardlessRelease(k) \/ TwoStepCheck \/ Threw(wk) \/ ImplQuirk(wk)
 
 -----------------------------------------------------------------------------
 TraceInit ==

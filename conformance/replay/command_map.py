@@ -2,8 +2,10 @@
 
 A worker's attempt is a program counter (`pc`): the diff of two states says which worker moved
 and from where to where, which names the action (`GuardTake`, `PutIfOwner`, `ExternalCall`,
-...); the client's and the store's changes name the rest (`SubmitState`, `Offer`, `Cancel`,
-`GuardExpire`, `StateExpire`). `Step.node` is the worker, `Step.wf` the command. Pure.
+`CallThrows`, ...); the client's and the store's changes name the rest (`SubmitState`, `Offer`,
+`Cancel`, `GuardExpire`, `StateExpire`). `Step.node` is the worker, `Step.wf` the command. Where
+two actions leave the same change (a refused external call and a lost guard renewal both end the
+attempt), TLC's action name, or a reach model's `lastStep`, tells them apart. Pure.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from typing import Any
 
 from conformance.replay.map import Schedule, Step, UnreadableCounterexample
 
-GUARDS = ("AtomicPutIfOwner", "RepairOnResubmit", "AttemptGuard", "TerminalCheck", "CancelTakesGuard")
+GUARDS = ("AtomicPutIfOwner", "RepairOnResubmit", "AttemptGuard", "TerminalCheck", "CancelTakesGuard",
+          "CallChecksGuard", "ReleaseChecksOwner")
 _NUMBERS = ("MaxSubmits", "MaxFaults")
 # The sets a schedule names, and the model constants that give them (CommandQueue declares
 # WorkerIds and CommandIds, and defines Workers and Commands as them).
@@ -22,7 +25,7 @@ _WRITES = {"submit": "call", "process": "finish", "finish": "release"}
 
 
 def _worker(p: Mapping[str, Any], q: Mapping[str, Any], w: str, gates: Mapping[str, bool],
-            index: int) -> Step | None:
+            index: int, action: str | None = None) -> Step | None:
     a, b = p["pc"][w], q["pc"][w]
     k = p["cmdOf"][w] if p["cmdOf"][w] in (p.get("status") or {}) else q["cmdOf"][w]
     ma, mb = p["wmode"][w], q["wmode"][w]
@@ -44,9 +47,13 @@ def _worker(p: Mapping[str, Any], q: Mapping[str, Any], w: str, gates: Mapping[s
             return Step(index, "PutCheck", w, k, detail={"outcome": "refused"})
         return Step(index, "PutIfOwner", w, k, detail={"outcome": "refused", "pc": a})
     if a == "call" and b == "process":
-        return Step(index, "ExternalCall", w, k)
-    if a == "release" and b == "ack":
-        return Step(index, "GuardRelease", w, k)
+        return Step(index, "ExternalCall", w, k, detail={"outcome": "called"})
+    if a == "call" and b == "idle" and action == "ExternalCall":
+        return Step(index, "ExternalCall", w, k, detail={"outcome": "refused"})
+    if a == "process" and b == "drop":
+        return Step(index, "CallThrows", w, k)
+    if (a, b) in (("release", "ack"), ("drop", "idle")):
+        return Step(index, "GuardRelease", w, k, detail={"after_throw": a == "drop"})
     if a == "ack" and b == "idle":
         return Step(index, "Ack", w, k)
     if a not in ("idle", "take", "ack") and b == "idle":
@@ -67,20 +74,23 @@ def _named(p: Mapping[str, Any], q: Mapping[str, Any], gates: Mapping[str, bool]
     if name == "GuardRenew" and of in (q.get("pc") or {}):
         lost = p["pc"][of] != "idle" and q["pc"][of] == "idle"
         return Step(index, "GuardRenew", of, p["cmdOf"][of], detail={"outcome": "lost" if lost else "renewed"})
+    if name == "ExternalCall" and of in (q.get("pc") or {}) and q["pc"][of] == "idle":
+        return Step(index, "ExternalCall", of, p["cmdOf"][of], detail={"outcome": "refused"})
     if name == "Cancel" and of in (q.get("status") or {}) and p["status"][of] == q["status"][of]:
         return Step(index, "Cancel", None, of,
                     detail={"outcome": "terminal" if p["status"][of] in ("SUCCEEDED", "FAILED", "CANCELLED") else "busy"})
     return None
 
 
-def _step(p: Mapping[str, Any], q: Mapping[str, Any], gates: Mapping[str, bool], index: int) -> Step | None:
+def _step(p: Mapping[str, Any], q: Mapping[str, Any], gates: Mapping[str, bool], index: int,
+          action: str | None = None) -> Step | None:
     named = _named(p, q, gates, index)
     if named is not None:
         return named
     for w in sorted(q.get("pc") or {}):
         if (p["pc"][w], p["wmode"][w], p["stale"][w], p["checked"][w]) != \
                 (q["pc"][w], q["wmode"][w], q["stale"][w], q["checked"][w]):
-            step = _worker(p, q, w, gates, index)
+            step = _worker(p, q, w, gates, index, action)
             if step is not None:
                 return step
     for k in sorted(q.get("status") or {}):
@@ -113,7 +123,7 @@ def schedule_of(model: str, verdict: Mapping[str, Any], constants: Mapping[str, 
         if cur["action"] == "OfferRetry":  # MCCommandQueue's unpaid retry (TypeOK's calibration)
             steps.append(Step(cur["index"], "OfferRetry"))
             continue
-        step = _step(p, q, gates, cur["index"])
+        step = _step(p, q, gates, cur["index"], cur.get("action"))
         if step is None:
             changed = sorted(k for k in q if q.get(k) != p.get(k))
             raise UnreadableCounterexample(

@@ -6,9 +6,12 @@ its store steps, so one step of the spec's attempt is one `next()` of the genera
     GuardTake(w1, k1)     guard_take (with the attempt guard; without it the read is done
                           by the next step, as in the code)
     PutIfOwner(w1, k1)    read the status, write SUBMITTING       (one next())
-    ExternalCall(w1, k1)  external_call with the command id as the key
+    ExternalCall(w1, k1)  external_call with the command id as the key (refused: the attempt
+                          ends there, nothing called)
     PutIfOwner(w1, k1)    the app's answer, write PROCESSING; then the terminal write
-    GuardRelease(w1, k1)  the attempt returns (its `finally` releases the guard)
+    CallThrows(w1, k1)    nothing yet: the app's call will throw at the attempt's next step
+    GuardRelease(w1, k1)  the attempt returns (its `finally` releases the guard); after
+                          CallThrows, the app's call throws and the attempt ends not done
     Ack(w1, k1)           XACK + XDEL of the delivery
 
 The queue below is the spec's abstract one: ReceiveNew is XREADGROUP, Reclaim an XAUTOCLAIM with
@@ -55,7 +58,10 @@ GATES = {
     "TerminalCheck": "terminal_check",
     "CancelTakesGuard": "cancel_takes_guard",
 }
-NO_GATE: dict[str, str] = {}
+NO_GATE = {
+    "CallChecksGuard": "external_call.lua checks the guard's owner whenever the attempt guard is on",
+    "ReleaseChecksOwner": "guard_release.lua deletes the guard only for its owner (a compare-and-delete)",
+}
 UNMAPPED = {"OfferRetry": "a retried offer that the budget never paid for is TypeOK's calibration device"}
 SAFETY = ("TerminalIsStable", "NoRestart", "NoStaleWrite", "ExternalOnce")
 LIVENESS = ("EveryCommandDone",)
@@ -68,13 +74,21 @@ class _Blocked(Exception):
     """The command layer cannot take a step as the schedule has it (the message says why)."""
 
 
+class _Threw(Exception):
+    """The external system's call failed (the schedule's CallThrows)."""
+
+
 class _App:
-    """The external system as the replay needs it: answers as the schedule's terminal write says."""
+    """The external system as the replay needs it: answers as the schedule's terminal write says,
+    or throws when the schedule's CallThrows says so."""
 
     def __init__(self) -> None:
         self.answer = "succeeded"
+        self.throw = False
 
     def call(self, cmd: str, payload: str) -> str:
+        if self.throw:
+            raise _Threw(f"the external system threw on {cmd}")
         return self.answer
 
     def check(self, cmd: str, payload: str) -> str:
@@ -91,6 +105,7 @@ class _Attempt:
     ended: bool = False
     done: bool | None = None  # the generator's value (True: ack the delivery)
     steps: int = 0
+    throws: bool = False  # the schedule's CallThrows: the app's call throws at the next step
 
 
 @dataclass
@@ -156,14 +171,20 @@ class _Runner:
 
 
 def _advance(r: _Runner, a: _Attempt, w: str) -> None:
-    """One `next()` of `w`'s attempt: its next store step."""
+    """One `next()` of `w`'s attempt: its next store step (the app's call throws in it if the
+    schedule said so; the attempt then ends, not done, as the consumer sees a handler fail)."""
     if a.ended:
         raise _Blocked(f"{w}'s attempt has ended")
+    r.app.throw = a.throws
     try:
         next(a.gen)
         a.steps += 1
     except StopIteration as stop:
         a.ended, a.done = True, bool(stop.value)
+    except _Threw:
+        a.ended, a.done = True, False
+    finally:
+        r.app.throw = False
 
 
 def _answer_for(r: _Runner, i: int, w: str) -> None:
@@ -310,9 +331,17 @@ def _take(r: _Runner, i: int, s: dict[str, Any]) -> str:
         before = r.store.external_calls(k)
         _answer_for(r, i, w)
         _advance(r, a, w)
-        if r.store.external_calls(k) == before:
+        called = r.store.external_calls(k) > before
+        if d.get("outcome") == "refused":
+            if called or not a.ended:
+                raise _Blocked(f"{w}'s external_call {'calls' if called else 'goes on'}; in the model it is refused")
+            return f"refused: {k}'s guard is {r.store.guard_owner(k) or 'free'}, not this attempt's"
+        if not called:
             raise _Blocked(f"{w}'s external_call is refused: its attempt no longer owns the guard")
         return f"called ({r.store.external_calls(k)} call(s) with key {k})"
+    if act == "CallThrows":
+        a.throws = True
+        return "the external system throws (at the attempt's next step: nothing committed yet)"
     if act == "GuardRenew":
         for renew in list(a.inv.renewers):
             renew()
@@ -325,7 +354,9 @@ def _take(r: _Runner, i: int, s: dict[str, Any]) -> str:
         _advance(r, a, w)
         if not a.ended:
             raise _Blocked(f"{w}'s attempt goes on; in the model it releases the guard")
-        return "released" + ("" if a.done else " (not done)")
+        if d.get("after_throw") and a.done:
+            raise _Blocked(f"{w}'s attempt ends done after its call threw; in the model it is not acked")
+        return ("released after the call threw" if a.throws else "released") + ("" if a.done else " (not done)")
     if act == "Ack":
         if not a.done:
             raise _Blocked(f"{w}'s attempt ended not done: its delivery is not acked")

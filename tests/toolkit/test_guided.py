@@ -16,6 +16,7 @@ from conformance.guided.targets import REACH_MODULES, missing_properties, target
 from conformance.traces.spec_coverage import outcomes_table, unreachable_of
 from conformance.traces.system import load_systems
 from impl.engine import decide
+from impl.workqueue import scripts
 from impl.workqueue.command_store import CommandStore
 from impl.workqueue.node import QueueNode
 from tests.interleave.planting import planted
@@ -101,16 +102,41 @@ def test_a_release_without_its_owner_check_is_a_finding(tmp_path: Path) -> None:
 @pytest.mark.tlc
 def test_the_command_stale_paths_are_reached_taken_and_accepted_and_the_quirks_declared(tmp_path: Path) -> None:
     # A stale write refused and a stale guard renewal lost while another attempt holds the
-    # guard, a cancel refused while a handler holds it; the outcomes only the trace spec's
-    # quirks give are listed with their reason, not run.
+    # guard, a cancel refused while a handler holds it, a stale call refused by the call's own
+    # owner check, and a thrown call's early release that finds another attempt's guard; the
+    # outcome only the trace spec's quirks give is listed with its reason, not run.
     results = run_guided(ROOT, "command", tmp_path, only=["put_refused_under_live_guard", "renew_lost_under_live_guard",
-                                                          "cancel/busy", "external_call/refused"])
-    assert [r.finding for r in results] == [None] * 4, [r.line() for r in results]
+                                                          "cancel/busy", "external_call/refused",
+                                                          "release_lost_after_throw", "ack/failed"])
+    assert [r.finding for r in results] == [None] * 6, [r.line() for r in results]
     by = {r.target.name: r for r in results}
-    quirk = by.pop("external_call/refused")
+    quirk = by.pop("ack/failed")
     assert all(r.model == "reached" and r.replay == "held" and r.shown and r.traces for r in by.values())
     assert quirk.model == "outside the model" and not quirk.traces
-    assert "CallRefused" in quirk.reason and quirk.line().startswith("declared")
+    assert "ack_fail" in quirk.reason and quirk.line().startswith("declared")
+
+
+@pytest.mark.tlc
+@pytest.mark.parametrize(("target", "script", "old", "new"), [
+    # external_call.lua calls whoever holds the guard: the model's stale call is refused.
+    ("external_call/refused", "external_call", "if ARGV[5] == '0' or redis.call('GET', KEYS[2]) == ARGV[4] then",
+     "if true then"),
+    # guard_release.lua deletes the guard whoever owns it: the thrown call's early release frees
+    # the guard another attempt took, where the model's compare-and-delete leaves it.
+    ("release_lost_after_throw", "guard_release", "if redis.call('GET', KEYS[2]) == ARGV[4] then",
+     "if redis.call('EXISTS', KEYS[2]) == 1 then"),
+])
+def test_a_guard_check_dropped_from_a_command_script_is_a_finding(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str, script: str, old: str, new: str) -> None:
+    original = scripts.source
+    assert original(script).count(old) == 1
+
+    def source(name: str) -> str:
+        return original(name).replace(old, new) if name == script else original(name)
+    monkeypatch.setattr(scripts, "source", source)
+    (r,) = run_guided(ROOT, "command", tmp_path, only=[target])
+    assert r.model == "reached"
+    assert r.finding is not None, r.line()
 
 
 @pytest.mark.tlc

@@ -40,8 +40,11 @@ EXPECTED = {
     "state_expired_late_resubmit": ("reproduced", None, None),
     # RepairOnResubmit off: the stranded command is never done (EveryCommandDone, after a fair drain).
     "submit_without_repair": ("reproduced", "blocked", None),
+    # The code has no switch for the call's owner check: the model's stale call is refused.
+    "call_unchecked": ("blocked", "blocked", "ExternalCall(w1, k1)"),
     # Not replayed: OneLiveAttempt (no monitor yet), TypeOK's device.
     "no_attempt_guard_overlap": ("unmapped", "unmapped", None),
+    "release_plain_delete": ("unmapped", "unmapped", None),
     "type_offer_retry": ("unmapped", "unmapped", None),
 }
 
@@ -109,3 +112,27 @@ def test_replay_runs_tlc_live_for_a_command_model(capsys) -> None:
     live = [ln["step"] for ln in out["replays"][0]["lines"]]
     assert live == [s.describe() for s in _schedule("no_terminal_check").steps], \
         "tests/fixtures/replay/command is stale: run scripts/record_replay_fixtures.sh"
+
+
+def _state(pc: str, guard: str = "w1", cmd: str = "k1") -> dict:
+    return {"pc": {"w1": pc, "w2": "idle"}, "cmdOf": {"w1": cmd, "w2": "NoOne"}, "wmode": {"w1": "running", "w2": "running"},
+            "stale": {"w1": False, "w2": False}, "checked": {"w1": False, "w2": False}, "status": {"k1": "SUBMITTING"},
+            "submits": {"k1": 1}, "client": {"k1": "done"}, "guard": {"k1": guard}, "fresh": {"k1": 0}}
+
+
+@pytest.mark.parametrize(("before", "after", "action", "want"), [
+    # A refused call and a lost renewal both end the attempt: TLC's action name tells them apart.
+    (_state("call", guard="w2"), _state("idle", guard="w2", cmd="NoOne"), "ExternalCall", ("ExternalCall", "refused")),
+    (_state("call", guard="w2"), _state("idle", guard="w2", cmd="NoOne"), "GuardRenew", ("GuardRenew", "lost")),
+    (_state("call"), _state("process"), "ExternalCall", ("ExternalCall", "called")),
+    (_state("process"), _state("drop"), "Throw", ("CallThrows", None)),
+    (_state("drop"), _state("idle", guard="NoOne", cmd="NoOne"), "GuardRelease", ("GuardRelease", None)),
+])
+def test_the_map_names_a_refused_call_a_throw_and_its_early_release(before: dict, after: dict, action: str,
+                                                                     want: tuple) -> None:
+    verdict = {"counterexample": {"states": [{"index": 1, "action": "Next", "variables": before},
+                                             {"index": 2, "action": action, "variables": after}]}}
+    (step,) = schedule_of("m", verdict, {"WorkerIds": ["w1", "w2"], "CommandIds": ["k1"]}).steps
+    assert (step.action, step.detail.get("outcome")) == want
+    if step.action == "GuardRelease":
+        assert step.detail["after_throw"] is True
