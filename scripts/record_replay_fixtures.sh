@@ -22,6 +22,7 @@ MODELS=(
   cancel_ignores_guard crash_uncooperative_remote no_attempt_guard no_attempt_guard_overlap no_terminal_check
   put_if_owner_two_steps put_if_owner_two_steps_terminal seed_safety_non_idempotent state_expired_late_resubmit
   state_expired_no_terminal_check submit_without_repair type_offer_retry call_unchecked release_plain_delete
+  late_call_unchecked finish_without_call
 )
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

@@ -122,10 +122,11 @@ workerVars == <<wmode, cmdOf, pc, stale, checked>>
 VARIABLES
     staleWrite,     \* a state write committed by an attempt that did not own the guard
     staleCall,      \* an external call made by an attempt that did not own the guard
+    lateCall,       \* an external call made while the command was not SUBMITTING
     firstTerminal,  \* [Commands -> Terminal \cup {"NONE"}]: the first terminal status written
     restarted,      \* a SUBMITTING write to a command that had already reached a terminal status
     faults
-writeHistory == <<staleWrite, staleCall, firstTerminal, restarted>>  \* what writes and calls did
+writeHistory == <<staleWrite, staleCall, lateCall, firstTerminal, restarted>>  \* what writes and calls did
 historyVars == <<writeHistory, faults>>
 
 vars == <<storeVars, externalVars, clientVars, workerVars, historyVars>>
@@ -147,6 +148,7 @@ TypeOK ==
     /\ checked \in [Workers -> BOOLEAN]
     /\ staleWrite \in BOOLEAN
     /\ staleCall \in BOOLEAN
+    /\ lateCall \in BOOLEAN
     /\ firstTerminal \in [Commands -> Terminal \cup {"NONE"}]
     /\ restarted \in BOOLEAN
     /\ faults \in 0..MaxFaults
@@ -186,7 +188,7 @@ EndAttempt(w) ==
 Wrote(w, k, s) ==
     /\ status' = [status EXCEPT ![k] = s]
     /\ staleWrite' = (staleWrite \/ guard[k] /= w)
-    /\ UNCHANGED staleCall
+    /\ UNCHANGED <<staleCall, lateCall>>
     /\ firstTerminal' = [firstTerminal EXCEPT ![k] =
                             IF @ = "NONE" /\ s \in Terminal THEN s ELSE @]
     /\ restarted' = (restarted \/ (s = "SUBMITTING" /\ firstTerminal[k] /= "NONE"))
@@ -208,6 +210,7 @@ Init ==
     /\ checked = [w \in Workers |-> FALSE]
     /\ staleWrite = FALSE
     /\ staleCall = FALSE
+    /\ lateCall = FALSE
     /\ firstTerminal = [k \in Commands |-> "NONE"]
     /\ restarted = FALSE
     /\ faults = 0
@@ -325,10 +328,11 @@ ExternalCall(w) ==
     /\ Running(w) /\ pc[w] = "call"
     /\ IF CallRefused(w)
          THEN /\ EndAttempt(w)                                                 \* refused
-              /\ UNCHANGED <<externalVars, staleCall>>
+              /\ UNCHANGED <<externalVars, staleCall, lateCall>>
          ELSE /\ extCalls' = [extCalls EXCEPT ![k] = @ + 1]                    \* called
               /\ extExec' = [extExec EXCEPT ![k] = IF ExternalIdempotent /\ @ > 0 THEN @ ELSE @ + 1]
               /\ staleCall' = (staleCall \/ (AttemptGuard /\ guard[k] /= w))
+              /\ lateCall' = (lateCall \/ status[k] /= "SUBMITTING")
               /\ pc' = [pc EXCEPT ![w] = "process"]
               /\ UNCHANGED <<cmdOf, stale, checked>>
     /\ UNCHANGED <<storeVars, clientVars, wmode, staleWrite, firstTerminal, restarted, faults>>
@@ -385,7 +389,7 @@ Cancel(k) ==
        \/ /\ status[k] \in Terminal                                          \* terminal
           /\ UNCHANGED <<status, firstTerminal>>
     /\ UNCHANGED <<guard, fresh, msgs, externalVars, clientVars, workerVars, staleWrite,
-                   staleCall, restarted, faults>>
+                   staleCall, lateCall, restarted, faults>>
 
 -----------------------------------------------------------------------------
 (* Hidden actions.                                                          *)
@@ -497,6 +501,15 @@ TerminalIsStable ==
 \* No external call is made by an attempt that does not own the guard (the call's own owner
 \* check): the stale attempt's call may come long after another attempt took over.
 NoStaleCall == ~staleCall
+
+\* The remote is called only while the command is SUBMITTING: a delivery that reads PROCESSING
+\* asks for the result instead of calling again (bounds the calls from below what ExternalOnce
+\* bounds from above, with a cooperative remote too).
+CallOnlySubmitting == ~lateCall
+
+\* A command succeeds or fails only after its remote was called: no attempt writes a result
+\* it never asked for.
+FinishedAfterCall == \A k \in Commands : status[k] \in {"SUCCEEDED", "FAILED"} => extCalls[k] > 0
 
 \* A finished command is never started again: no attempt writes SUBMITTING (the step before
 \* a fresh call of the remote) once it reached a terminal status, also after its record expired.

@@ -63,7 +63,8 @@ NO_GATE = {
     "ReleaseChecksOwner": "guard_release.lua deletes the guard only for its owner (a compare-and-delete)",
 }
 UNMAPPED = {"OfferRetry": "a retried offer that the budget never paid for is TypeOK's calibration device"}
-SAFETY = ("TerminalIsStable", "NoRestart", "NoStaleWrite", "ExternalOnce")
+SAFETY = ("TerminalIsStable", "NoRestart", "NoStaleWrite", "ExternalOnce", "NoStaleCall", "CallOnlySubmitting",
+          "FinishedAfterCall")
 LIVENESS = ("EveryCommandDone",)
 # Any other property (TypeOK, a reach target's Never_<op>_<outcome>): the schedule runs to its end.
 NOT_REPLAYED = {"OneLiveAttempt": "the command replay does not check OneLiveAttempt yet"}
@@ -139,6 +140,8 @@ class _Runner:
         self.first_terminal: dict[str, str] = {}
         self.restarted = False
         self.stale_write = False
+        self.stale_call = False
+        self.late_call = False
         self.offered: dict[str, list[str]] = {}
         self.late_offers: list[str] = []  # the client's offers the schedule leaves for after its end
         self.seen = 0  # trace events already looked at
@@ -328,10 +331,13 @@ def _take(r: _Runner, i: int, s: dict[str, Any]) -> str:
             raise _Blocked(f"{w}'s put_if_owner {out}; in the model refused")
         return out
     if act == "ExternalCall":
-        before = r.store.external_calls(k)
+        before, status, owner = r.store.external_calls(k), r.store.status(k), r.store.guard_owner(k)
         _answer_for(r, i, w)
         _advance(r, a, w)
         called = r.store.external_calls(k) > before
+        if called:
+            r.stale_call = r.stale_call or (r.gates.attempt_guard and owner != r.attempt_of.get(w))
+            r.late_call = r.late_call or status != "SUBMITTING"
         if d.get("outcome") == "refused":
             if called or not a.ended:
                 raise _Blocked(f"{w}'s external_call {'calls' if called else 'goes on'}; in the model it is refused")
@@ -375,10 +381,16 @@ def _broken(r: _Runner, prop: str | None, idempotent: bool) -> str | None:
         calls = r.store.external_calls(k)
         if prop == "ExternalOnce" and (calls if not idempotent else min(calls, 1)) > 1:
             return f"ExternalOnce: {k}'s remote was called {calls} times (an uncooperative remote acts on each)"
+        if prop == "FinishedAfterCall" and status in ("SUCCEEDED", "FAILED") and calls == 0:
+            return f"FinishedAfterCall: {k} is {status} and its remote was never called"
     if prop == "NoRestart" and r.restarted:
         return "NoRestart: SUBMITTING written to a command that had reached a terminal status"
     if prop == "NoStaleWrite" and r.stale_write:
         return "NoStaleWrite: a state write committed by an attempt that did not own the guard"
+    if prop == "NoStaleCall" and r.stale_call:
+        return "NoStaleCall: the remote called by an attempt that did not own the guard"
+    if prop == "CallOnlySubmitting" and r.late_call:
+        return "CallOnlySubmitting: the remote called while the command was not SUBMITTING"
     return None
 
 

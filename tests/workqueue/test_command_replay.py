@@ -42,6 +42,9 @@ EXPECTED = {
     "submit_without_repair": ("reproduced", "blocked", None),
     # The code has no switch for the call's owner check: the model's stale call is refused.
     "call_unchecked": ("blocked", "blocked", "ExternalCall(w1, k1)"),
+    "late_call_unchecked": ("blocked", "blocked", "ExternalCall(w1, k1)"),
+    # TerminalCheck off: the code too writes a result after a cancel, with no call.
+    "finish_without_call": ("reproduced", "blocked", "PutIfOwner(w1, k1)"),
     # Not replayed: OneLiveAttempt (no monitor yet), TypeOK's device.
     "no_attempt_guard_overlap": ("unmapped", "unmapped", None),
     "release_plain_delete": ("unmapped", "unmapped", None),
