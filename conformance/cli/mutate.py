@@ -6,6 +6,12 @@ stateful machines, trace recording plus validation) runs there. The matrix shows
 mutant and check: killed, survived, timeout, error, blind (the check cannot observe it: the
 catalogue says why) or equivalent (it changes no behaviour: the catalogue says why).
 
+With `--spec`, the mutants are edits of the TLA+ specs (`mutants/specs/<system>.yaml`: named
+edits, each a bug class, and edits the operators make from a module: a guard conjunct dropped,
+a variable's change dropped, a comparison's boundary moved, a fairness condition removed), and
+the checks are the catalogue's models: a mutant is killed when a model that holds on the spec
+violates a named property (a moved state count alone is no kill). `--checks` then names models.
+
 With `--compare EARLIER.json` (an earlier run's `--json`), the run also lists every cell whose
 verdict differs from that run's: the matrix is reproducible when none does.
 
@@ -43,6 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--keep", type=Path, metavar="DIR",
                    help="make the scratch copies under DIR (made if it is not there) and keep them")
     p.add_argument("--json", action="store_true", help="print the matrix as JSON")
+    p.add_argument("--spec", action="store_true",
+                   help="mutate the TLA+ specs (mutants/specs/) and check each mutant with the catalogue's models")
     p.add_argument("--compare", type=Path, metavar="EARLIER.json",
                    help="an earlier run's --json: list the cells whose verdict differs, and fail if any does")
     p.set_defaults(func=run)
@@ -57,7 +65,12 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs < 1 or args.jobs > 16:
         raise LeaseproofError("--jobs: expected 1 to 16")
     root = args.root.resolve()
-    catalogues = load_catalogues(root)
+    if args.spec:
+        from conformance.mutate.spec_catalogue import load_spec_catalogues
+
+        catalogues = load_spec_catalogues(root)
+    else:
+        catalogues = load_catalogues(root)
     if args.quick:
         catalogues = {s: c.quick() for s, c in catalogues.items()}
     systems = args.system or sorted(catalogues)
@@ -65,10 +78,11 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise LeaseproofError(f"--system: no catalogue for {unknown}; known: {sorted(catalogues)}")
     wanted = [c for c in args.checks.split(",") if c]
+    what = "model" if args.spec else "check"
     for s in systems:
         missing = [c for c in wanted if c not in catalogues[s].checks]
         if missing:
-            raise LeaseproofError(f"--checks: {s} has no check {missing}; its checks: {sorted(catalogues[s].checks)}")
+            raise LeaseproofError(f"--checks: {s} has no {what} {missing}; its {what}s: {sorted(catalogues[s].checks)}")
     names = set(args.mutant)
     known = {m.name for s in systems for m in catalogues[s].mutants}
     if names - known:
@@ -86,11 +100,19 @@ def run(args: argparse.Namespace) -> int:
     checks_all: list[str] = []
     try:
         scratch = Scratch(root, work)
+        tlc = _tlc() if args.spec else None
         for s in systems:
             checks = wanted or list(catalogues[s].checks)
             checks_all += [c for c in checks if c not in checks_all]
-            rows += run_matrix(catalogues[s], selected[s], checks, scratch, jobs=args.jobs,
-                               progress=lambda line: print(line, file=sys.stderr, flush=True))
+            if args.spec:
+                from conformance.mutate.spec_run import run_spec_matrix
+
+                cat = catalogues[s] if not wanted else _only_models(catalogues[s], checks)
+                rows += run_spec_matrix(cat, selected[s], scratch, tlc, jobs=args.jobs,
+                                        progress=lambda line: print(line, file=sys.stderr, flush=True))
+            else:
+                rows += run_matrix(catalogues[s], selected[s], checks, scratch, jobs=args.jobs,
+                                   progress=lambda line: print(line, file=sys.stderr, flush=True))
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -103,10 +125,27 @@ def run(args: argparse.Namespace) -> int:
         json.dump(doc, sys.stdout, indent=2)
         print()
     else:
-        _print(rows, checks_all)
+        _print(rows, checks_all, spec=args.spec)
         if before is not None:
             _print_comparison(args.compare, matrix.compared(before, rows), diffs)
     return 0 if matrix.ok(rows) and not diffs else 1
+
+
+def _tlc():  # type: ignore[no-untyped-def]
+    """TLC for `--spec`; a usage error when Java or TLC is missing."""
+    from conformance.check.runner import Tlc
+
+    try:
+        return Tlc.locate()
+    except LeaseproofError as exc:
+        raise LeaseproofError(f"--spec needs TLC: {exc}") from None
+
+
+def _only_models(cat, models: list[str]):  # type: ignore[no-untyped-def]
+    """`cat` checked with `models` only (`--checks`)."""
+    import dataclasses
+
+    return dataclasses.replace(cat, models=tuple(models))
 
 
 def _earlier(path: Path) -> dict[tuple[str, str], str]:
@@ -127,7 +166,7 @@ def _print_comparison(path: Path, cells: int, diffs: list) -> None:
         print(visible(f"DIFFERS {d.mutant} {d.check}: {d.before} in {path}, {d.now} now"))
 
 
-def _print(rows: list, checks: list[str]) -> None:
+def _print(rows: list, checks: list[str], *, spec: bool = False) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -142,8 +181,8 @@ def _print(rows: list, checks: list[str]) -> None:
         table.add_column(c)
     table.add_column("s", justify="right")
     for r in rows:
-        table.add_row(markup(f"{r.system}/{r.mutant}"), *(matrix.cell_text(r.cells[c]) if c in r.cells else "-" for c in checks),
-                      f"{r.seconds:.1f}")
+        table.add_row(markup(f"{r.system}/{r.mutant}"),
+                      *(_cell(r.cells[c], spec) if c in r.cells else "-" for c in checks), f"{r.seconds:.1f}")
     console = Console(width=max(100, 24 + 18 * len(checks)))
     console.print(table)
     for x in matrix.rates(rows, checks):
@@ -155,5 +194,22 @@ def _print(rows: list, checks: list[str]) -> None:
         console.print(markup(f"ERROR {r.system}/{r.mutant} {check}: {r.cells[check].detail}"))
     for r, check in matrix.missed(rows):
         console.print(markup(f"MISSED {r.system}/{r.mutant} {check}: was to kill it (the quick subset), {r.cells[check].verdict}"))
+    if spec:
+        from conformance.mutate.spec_run import survived_only_by_states
+
+        moved = [r for r in matrix.survivors(rows) if survived_only_by_states(r)]
+        if moved:
+            console.print(f"{len(moved)} of the survivors moved a state count only: "
+                          + ", ".join(markup(r.mutant) for r in moved))
     console.print(f"{len(rows)} mutants, {sum(r.killed for r in rows)} killed, "
                   f"{sum(r.equivalent for r in rows)} equivalent, {sum(r.seconds for r in rows):.1f} s of checks")
+
+
+def _cell(c, spec: bool) -> str:  # type: ignore[no-untyped-def]
+    """A cell as the table prints it; with --spec a kill names the property that caught it."""
+    from conformance.mutate import matrix
+    from conformance.output.safe_text import markup
+
+    if spec and c.verdict == matrix.KILLED:
+        return markup(f"{c.detail} {c.seconds:.1f}s")
+    return matrix.cell_text(c)

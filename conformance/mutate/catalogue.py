@@ -195,14 +195,20 @@ def _mutant(path: Path, system: str, i: int, raw: Any, checks: dict[str, Check])
                   tuple(dict.fromkeys(quick)))
 
 
-def parse_catalogue(path: Path, text: str) -> Catalogue:
-    """A catalogue from its YAML text; `CatalogueError` naming the field that is wrong."""
+def yaml_mapping(path: Path, text: str, expected: str) -> dict[str, Any]:
+    """A catalogue file's YAML mapping; `CatalogueError` saying what was `expected` otherwise."""
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise CatalogueError(f"{path}: not valid YAML ({exc})") from None
     if not isinstance(raw, dict):
-        raise CatalogueError(f"{path}: expected a mapping with system, checks and mutants")
+        raise CatalogueError(f"{path}: expected a mapping with {expected}")
+    return raw
+
+
+def parse_catalogue(path: Path, text: str) -> Catalogue:
+    """A catalogue from its YAML text; `CatalogueError` naming the field that is wrong."""
+    raw = yaml_mapping(path, text, "system, checks and mutants")
     system = raw.get("system")
     if not isinstance(system, str) or not NAME.fullmatch(system):
         raise CatalogueError(f"{path}: system: expected a lower_case name")

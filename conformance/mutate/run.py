@@ -132,6 +132,19 @@ def runs_on(cat: Catalogue, m: Mutant) -> set[str]:
     return named - set(m.blind)
 
 
+def prepared(row: Row, m: Mutant, columns: list[str], scratch: Scratch) -> Path | None:
+    """`m`'s scratch copy; None when its row is complete without one: an equivalent mutant's
+    (each cell says why), or one that does not apply (each cell an error)."""
+    if m.equivalent is not None:
+        row.cells = {c: Cell(EQUIVALENT, detail=m.equivalent) for c in columns}
+        return None
+    try:
+        return scratch.tree(m)
+    except MutantError as exc:
+        row.cells = {c: Cell(ERROR, detail=str(exc)) for c in columns}
+        return None
+
+
 def mutant_row(cat: Catalogue, m: Mutant, checks: list[str], scratch: Scratch, broken: dict[str, str]) -> Row:
     """Every selected check on one mutant (in the --quick subset, those of them it names as the
     ones that must kill it)."""
@@ -139,13 +152,8 @@ def mutant_row(cat: Catalogue, m: Mutant, checks: list[str], scratch: Scratch, b
     if cat.quick_subset:
         checks = [c for c in checks if c in m.quick]
         row.expected = tuple(checks)
-    if m.equivalent is not None:
-        row.cells = {c: Cell(EQUIVALENT, detail=m.equivalent) for c in checks}
-        return row
-    try:
-        tree = scratch.tree(m)
-    except MutantError as exc:
-        row.cells = {c: Cell(ERROR, detail=str(exc)) for c in checks}
+    tree = prepared(row, m, checks, scratch)
+    if tree is None:
         return row
     for name in checks:
         if name in m.blind:
@@ -166,18 +174,25 @@ def run_matrix(cat: Catalogue, mutants: list[Mutant], checks: list[str], scratch
     for name, why in broken.items():
         if progress:
             progress(f"{cat.system}: check {name} fails on the unmutated source: {why}")
+    return each_row(cat.system, mutants, lambda m: mutant_row(cat, m, checks, scratch, broken), jobs=jobs,
+                    progress=progress, said=lambda row: ", ".join(f"{k} {c.verdict}" for k, c in row.cells.items()))
+
+
+def each_row(system: str, mutants: list[Mutant], make: Callable[[Mutant], Row], *, jobs: int = 1,
+             progress: Progress | None = None, said: Callable[[Row], str] = lambda row: "") -> list[Row]:
+    """`make(m)` for each mutant, `jobs` at a time, in catalogue order; a progress line for each
+    as it ends (`said` tells what the row shows)."""
     done = [0]
     start = time.monotonic()
     lock = threading.Lock()
 
     def one(m: Mutant) -> Row:
-        row = mutant_row(cat, m, checks, scratch, broken)
+        row = make(m)
         with lock:  # mutants end in several threads: count and print one at a time
             done[0] += 1
             if progress:
-                cells = ", ".join(f"{k} {c.verdict}" for k, c in row.cells.items())
                 so_far = progress_suffix(done[0], len(mutants), time.monotonic() - start)
-                progress(f"[{done[0]}/{len(mutants)}] {cat.system}/{m.name}: {cells} ({row.seconds:.1f} s; {so_far})")
+                progress(f"[{done[0]}/{len(mutants)}] {system}/{m.name}: {said(row)} ({row.seconds:.1f} s; {so_far})")
         return row
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
