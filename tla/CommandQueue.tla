@@ -507,9 +507,9 @@ NoStaleCall == ~staleCall
 \* bounds from above, with a cooperative remote too).
 CallOnlySubmitting == ~lateCall
 
-\* A command succeeds or fails only after its remote was called: no attempt writes a result
-\* it never asked for.
-FinishedAfterCall == \A k \in Commands : status[k] \in {"SUCCEEDED", "FAILED"} => extCalls[k] > 0
+\* A command succeeds or fails only after the remote acted on a call: no attempt writes a
+\* result it never asked for, nor one for a side effect that never happened.
+FinishedAfterCall == \A k \in Commands : status[k] \in {"SUCCEEDED", "FAILED"} => extExec[k] > 0
 
 \* A finished command is never started again: no attempt writes SUBMITTING (the step before
 \* a fresh call of the remote) once it reached a terminal status, also after its record expired.

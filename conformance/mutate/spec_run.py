@@ -14,6 +14,7 @@ violating another property.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 import time
@@ -31,6 +32,10 @@ from conformance.mutate.spec_catalogue import SpecCatalogue
 from conformance.output.verdict import Kind, Verdict
 
 log = logging.getLogger(__name__)
+# A mutant may blow a model's state space up: its run gets this many times the model's baseline
+# time (at least MIN_BUDGET_S, at most the model's own timeout), and past it the cell is a timeout.
+BUDGET_FACTOR = 10
+MIN_BUDGET_S = 30.0
 
 
 def spec_cell(model: Model, verdict: Verdict, baseline_states: int | None) -> Cell:
@@ -38,7 +43,7 @@ def spec_cell(model: Model, verdict: Verdict, baseline_states: int | None) -> Ce
     seconds = verdict.stats.seconds or 0.0
     want, prop = model.expect.verdict, model.expect.property
     if verdict.kind is Kind.TIMEOUT:
-        return Cell(TIMEOUT, seconds, "ran past the model's timeout")
+        return Cell(TIMEOUT, seconds, "ran past its budget (the state space grew)")
     if verdict.kind is Kind.ERROR:
         return Cell(ERROR, seconds, f"TLC could not check it: {verdict.summary()[:200]}")
     if verdict.kind is Kind.DEADLOCK:
@@ -67,22 +72,29 @@ def columns(cat: SpecCatalogue, m: Mutant) -> list[str]:
 
 
 def spec_baseline(cat: SpecCatalogue, names: list[str], scratch: Scratch,
-                  tlc: Tlc) -> tuple[dict[str, str], dict[str, int | None]]:
+                  tlc: Tlc) -> tuple[dict[str, str], dict[str, int | None], dict[str, float]]:
     """Each model named on the unmutated copy: the ones that do not give their expected verdict
-    there, with why, and every model's distinct-state count."""
+    there, with why, and every model's distinct-state count and seconds."""
     broken: dict[str, str] = {}
     states: dict[str, int | None] = {}
+    seconds: dict[str, float] = {}
     for name, model in _load(scratch.base, names).items():
         result = outcome(model, check_model(model, tlc), 0)
         states[name] = result.verdict.stats.distinct_states
+        seconds[name] = result.verdict.stats.seconds or 0.0
         if result.mismatches:
             broken[name] = f"the model fails on the unmutated spec: {'; '.join(result.mismatches)[:200]}"
         log.info("%s baseline %s: %s", cat.system, name, "broken" if name in broken else "ok")
-    return broken, states
+    return broken, states, seconds
+
+
+def budget(model: Model, baseline_s: float) -> Model:
+    """`model` with the time a mutant's run may take (see BUDGET_FACTOR)."""
+    return dataclasses.replace(model, timeout=min(model.timeout, max(MIN_BUDGET_S, BUDGET_FACTOR * baseline_s)))
 
 
 def spec_row(cat: SpecCatalogue, m: Mutant, scratch: Scratch, tlc: Tlc, broken: dict[str, str],
-             states: dict[str, int | None]) -> Row:
+             states: dict[str, int | None], seconds: dict[str, float]) -> Row:
     """Every model of the catalogue on one mutant (in --quick, the models it names)."""
     row = Row(cat.system, m.name, m.bug_class)
     names = columns(cat, m)
@@ -97,7 +109,8 @@ def spec_row(cat: SpecCatalogue, m: Mutant, scratch: Scratch, tlc: Tlc, broken: 
                 row.cells[name] = Cell(ERROR, detail=broken[name])
                 continue
             started = time.monotonic()
-            cell = spec_cell(models[name], check_model(models[name], tlc), states.get(name))
+            model = budget(models[name], seconds.get(name, 0.0))
+            cell = spec_cell(model, check_model(model, tlc), states.get(name))
             row.cells[name] = Cell(cell.verdict, cell.seconds or time.monotonic() - started, cell.detail)
     except LeaseproofError as exc:
         row.cells = {c: Cell(ERROR, detail=str(exc)[:300]) for c in names}
@@ -110,11 +123,11 @@ def run_spec_matrix(cat: SpecCatalogue, mutants: list[Mutant], scratch: Scratch,
                     progress: Progress | None = None) -> list[Row]:
     """The rows of `mutants`, in catalogue order, `jobs` mutants at a time."""
     needed = [c for c in cat.models if any(c in columns(cat, m) for m in mutants if m.equivalent is None)]
-    broken, states = spec_baseline(cat, needed, scratch, tlc) if needed else ({}, {})
+    broken, states, seconds = spec_baseline(cat, needed, scratch, tlc) if needed else ({}, {}, {})
     for name, why in broken.items():
         if progress:
             progress(f"{cat.system}: model {name}: {why}")
-    return each_row(cat.system, mutants, lambda m: spec_row(cat, m, scratch, tlc, broken, states), jobs=jobs,
+    return each_row(cat.system, mutants, lambda m: spec_row(cat, m, scratch, tlc, broken, states, seconds), jobs=jobs,
                     progress=progress, said=caught_by)
 
 

@@ -16,7 +16,7 @@ from conformance.mutate.catalogue import CatalogueError
 from conformance.mutate.matrix import ERROR, KILLED, SURVIVED, TIMEOUT
 from conformance.mutate.spec_catalogue import load_spec_catalogues, parse_spec_catalogue
 from conformance.mutate.spec_operators import generate
-from conformance.mutate.spec_run import spec_cell
+from conformance.mutate.spec_run import budget, spec_cell
 from conformance.output.verdict import Kind, Stats, Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,7 +84,7 @@ def _verdict(kind: Kind, prop: str | None = None, states: int | None = 10) -> Ve
     (_model(), _verdict(Kind.OK), (SURVIVED, "")),
     # A moved state count is shown, and is no kill.
     (_model(), _verdict(Kind.OK, states=12), (SURVIVED, "states 10 -> 12: no property names it")),
-    (_model(), _verdict(Kind.TIMEOUT), (TIMEOUT, "ran past the model's timeout")),
+    (_model(), _verdict(Kind.TIMEOUT), (TIMEOUT, "ran past its budget (the state space grew)")),
     (_model("violated", "P"), _verdict(Kind.VIOLATED, "P"), (SURVIVED, "P violated, as without the mutant")),
     (_model("violated", "P"), _verdict(Kind.VIOLATED, "Q"), (KILLED, "Q")),
     (_model("violated", "P"), _verdict(Kind.OK), (SURVIVED, "no longer violates P")),
@@ -92,6 +92,13 @@ def _verdict(kind: Kind, prop: str | None = None, states: int | None = 10) -> Ve
 def test_a_cell_is_a_kill_only_where_a_property_is_violated(model: Model, verdict: Verdict, cell: tuple) -> None:
     got = spec_cell(model, verdict, 10)
     assert (got.verdict, got.detail) == cell
+
+
+def test_a_mutants_run_gets_ten_times_its_models_baseline_within_the_models_own_timeout() -> None:
+    model = _model()
+    assert budget(model, 0.5).timeout == 30.0  # at least half a minute
+    assert budget(model, 12.0).timeout == 120.0
+    assert budget(model, 1000.0).timeout == model.timeout
 
 
 def test_a_mutant_that_does_not_parse_is_an_error_not_a_kill() -> None:
