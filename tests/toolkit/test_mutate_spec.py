@@ -178,3 +178,39 @@ def test_a_users_spec_is_mutated_and_a_survivor_fails_the_run(tmp_path: Path) ->
     assert cells["forgets_who"]["verdict"] == "survived", cells
     assert cells["forgets_who"]["detail"].startswith("states 13 -> "), cells
     assert proc.returncode == 1 and doc["survivors"] == ["counter/forgets_who"]
+
+
+def _user_project(tmp_path: Path, catalogue: str) -> Path:
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    (project / "mutants" / "specs").mkdir(parents=True)
+    (project / "mutants" / "specs" / "counter.yaml").write_text(catalogue, encoding="utf-8")
+    return project
+
+
+def _mutate(project: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "conformance.cli", "mutate", "--spec", "--root", str(project), "--json"],
+                          capture_output=True, text=True, timeout=600, cwd=project)
+
+
+MUTANT = ("mutants:\n  - {name: runs_past_limit, module: Counter, find: 'x < Limit', replace: 'x < Limit + 5',"
+          " class: a bound dropped, breaks: the counter climbs past its limit}\n")
+
+
+def test_a_catalogue_naming_a_model_that_is_not_there_is_a_usage_error(tmp_path: Path) -> None:
+    proc = _mutate(_user_project(tmp_path, "system: counter\nmodels: [passing, gone]\n" + MUTANT))
+    assert proc.returncode == 2 and "gone" in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest.mark.tlc
+def test_a_model_that_fails_on_the_unmutated_spec_makes_its_cells_errors(tmp_path: Path) -> None:
+    # Its pinned count is wrong: it cannot catch anything, and no cell of it may read as a kill.
+    project = _user_project(tmp_path, "system: counter\nmodels: [passing]\n" + MUTANT)
+    model = project / "models" / "passing.yaml"
+    model.write_text(model.read_text(encoding="utf-8").replace("distinct_states: 13", "distinct_states: 14"),
+                     encoding="utf-8")
+    proc = _mutate(project)
+    doc = json.loads(proc.stdout)
+    (cell,) = [m["cells"]["passing"] for m in doc["mutants"]]
+    assert cell["verdict"] == "error" and "fails on the unmutated spec" in cell["detail"], cell
+    assert proc.returncode == 1 and doc["errors"]
