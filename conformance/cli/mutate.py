@@ -29,10 +29,16 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from conformance.cli.options import output_dir
 from conformance.errors import LeaseproofError
 from conformance.output.safe_text import visible
+
+if TYPE_CHECKING:
+    from conformance.check.runner import Tlc
+    from conformance.mutate.matrix import Cell
+    from conformance.mutate.spec_catalogue import SpecCatalogue
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -131,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if matrix.ok(rows) and not diffs else 1
 
 
-def _tlc():  # type: ignore[no-untyped-def]
+def _tlc() -> Tlc:
     """TLC for `--spec`; a usage error when Java or TLC is missing."""
     from conformance.check.runner import Tlc
 
@@ -141,7 +147,7 @@ def _tlc():  # type: ignore[no-untyped-def]
         raise LeaseproofError(f"--spec needs TLC: {exc}") from None
 
 
-def _only_models(cat, models: list[str]):  # type: ignore[no-untyped-def]
+def _only_models(cat: SpecCatalogue, models: list[str]) -> SpecCatalogue:
     """`cat` checked with `models` only (`--checks`)."""
     import dataclasses
 
@@ -205,7 +211,7 @@ def _print(rows: list, checks: list[str], *, spec: bool = False) -> None:
                   f"{sum(r.equivalent for r in rows)} equivalent, {sum(r.seconds for r in rows):.1f} s of checks")
 
 
-def _cell(c, spec: bool) -> str:  # type: ignore[no-untyped-def]
+def _cell(c: Cell, spec: bool) -> str:
     """A cell as the table prints it; with --spec a kill names the property that caught it."""
     from conformance.mutate import matrix
     from conformance.output.safe_text import markup

@@ -27,6 +27,7 @@ declared, so a mutant that no longer matches the source is an error, never a qui
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,7 +147,8 @@ def _check(path: Path, name: str, raw: Any) -> Check:
     return Check(name, tuple(run), float(timeout), tuple(quick) if quick else None)
 
 
-def _mutant(path: Path, system: str, i: int, raw: Any, checks: dict[str, Check]) -> Mutant:
+def _mutant(path: Path, system: str, i: int, raw: Any, checks: Collection[str]) -> Mutant:
+    """One mutant's fields, validated; `checks` are the names it may name (quick, blind)."""
     if not isinstance(raw, dict):
         raise CatalogueError(f"{path}: mutants[{i}]: expected a mapping")
     name = raw.get("name")

@@ -85,7 +85,7 @@ def _named(path: Path, root: Path, system: str, i: int, raw: Any, models: list[s
             raise CatalogueError(f"{where}: unknown field {field!r} (a spec mutant names its module)")
     module = _text(f"{where}.module", raw.get("module"), limit=300)
     fields = {k: v for k, v in raw.items() if k != "module"} | {"file": module_file(root, module, f"{where}.module")}
-    return _mutant(path, system, i, fields, dict.fromkeys(models))  # type: ignore[arg-type]
+    return _mutant(path, system, i, fields, models)
 
 
 def _generated(path: Path, root: Path, system: str, raw: Any) -> list[Mutant]:

@@ -14,7 +14,7 @@ import pytest
 from conformance.models.model import Expect, Model
 from conformance.mutate.catalogue import CatalogueError
 from conformance.mutate.matrix import ERROR, KILLED, SURVIVED, TIMEOUT
-from conformance.mutate.spec_catalogue import load_spec_catalogues, parse_spec_catalogue
+from conformance.mutate.spec_catalogue import SpecCatalogue, load_spec_catalogues, parse_spec_catalogue
 from conformance.mutate.spec_operators import generate
 from conformance.mutate.spec_run import budget, spec_cell
 from conformance.output.verdict import Kind, Stats, Verdict
@@ -106,7 +106,7 @@ def test_a_mutant_that_does_not_parse_is_an_error_not_a_kill() -> None:
     assert got.verdict == ERROR and "Parse error" in got.detail
 
 
-def _catalogue(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+def _catalogue(tmp_path: Path, text: str) -> SpecCatalogue:
     (tmp_path / "tla").mkdir(exist_ok=True)
     (tmp_path / "tla" / "Slot.tla").write_text(MODULE, encoding="utf-8")
     return parse_spec_catalogue(tmp_path / "slot.yaml", text, tmp_path)
