@@ -67,9 +67,16 @@ CONSTANTS
     ResultUnavailable,      \* the seed's fix for callers: a call that queued no copy here fails
                             \* its future (ResultUnavailable) and polls the store; off, it awaits
                             \* its future whatever the schedule queued
-    AnswerFromStore         \* a run whose save conflicts with a terminal instance answers its
+    AnswerFromStore,        \* a run whose save conflicts with a terminal instance answers its
                             \* node's callers from the store (impl/engine/worker.py; off: the
                             \* finding inmem_start_late_copy, a copy that runs late never answers)
+    SaveChecksVersion,      \* a run's save requires the instance version the run read
+                            \* (impl/engine/decide.py decide_run_end; off: a calibration only,
+                            \* the save overwrites a signal's update: NoLostUpdate)
+    ContinueVersions        \* issue 38's fencing fix: a removed row's version is kept (the
+                            \* engine's task_fences table) and a row inserted again continues
+                            \* it; off: it starts again at version 1, and a stale holder's
+                            \* version comes back (ABA: lease_faults_aba)
 
 \* Fault budgets (0 turns a fault off)
 CONSTANTS
@@ -144,11 +151,14 @@ Phases  == {"none", "queued", "running", "ended", "rerun"}
 \* "arming": the run ended waiting on a timer it created and still owes its TIMER row
 \* (ArmTimer).
 Results == {"none", "completed", "waiting", "failed", "arming"}
+\* `base` and `grant` are history (see History): the instance writes the run had seen when it
+\* read the instance, and which lease on the row the node was granted.
 Item == [phase : Phases, source : {"none", "memory", "store"}, version : Nat,
          lease : 0..MaxTime, retry : Nat, bound : BOOLEAN, snap : Nat,
-         result : Results, renewals : Nat, owed : BOOLEAN]
+         result : Results, renewals : Nat, owed : BOOLEAN, base : Nat, grant : Nat]
 NoItem == [phase |-> "none", source |-> "none", version |-> 0, lease |-> 0, retry |-> 0,
-           bound |-> FALSE, snap |-> 0, result |-> "none", renewals |-> 0, owed |-> FALSE]
+           bound |-> FALSE, snap |-> 0, result |-> "none", renewals |-> 0, owed |-> FALSE,
+           base |-> 0, grant |-> 0]
 
 \* queue[n][w]: the copy or fetched task waiting in n's execution queue (one per id).
 VARIABLE queue
@@ -219,14 +229,39 @@ TimerDelay == 1
 
 timerVars == <<waitsOn, timer>>
 
+-----------------------------------------------------------------------------
+(* History: what the properties NoLostUpdate and LeaseFenced judge.  It    *)
+(* counts what happened and never reads a version, so a step that loses   *)
+(* an update or lets a superseded lease write shows here whatever the      *)
+(* versions say.  Nothing in the protocol reads it.                        *)
+
+\* hist.writes[w]: the instance writes committed so far; hist.sigBase[n][w]: the writes a
+\* signal had seen when it read the instance; hist.grants[w]: the leases on w's row granted
+\* so far (a fetch, a copy queued with its write, a row inserted or overwritten);
+\* hist.lost: some instance write committed over a write its writer had not seen;
+\* hist.stale: some write of the task row committed for a lease that a later grant had
+\* superseded.
+VARIABLE hist
+HistOK == hist \in [writes : [Workflows -> Nat], sigBase : [Nodes -> [Workflows -> Nat]],
+                    grants : [Workflows -> Nat], lost : BOOLEAN, stale : BOOLEAN]
+
+\* An instance write commits: lost if its writer read the instance before the last write.
+Wrote(w, base) == [hist EXCEPT !.writes[w] = @ + 1, !.lost = @ \/ base # hist.writes[w]]
+\* A task write commits for the lease `it` holds: stale if a later lease was granted.
+TaskWrote(w, it) == [hist EXCEPT !.stale = @ \/ it.grant # hist.grants[w]]
+\* A schedule's outcome that grants a new lease on the row (to a copy queued with it, or to
+\* whoever fetches the row next): every lease granted before is superseded.
+Grants(outcome, queued) == outcome \in {"inserted", "overwritten"} \/ queued
+Granted(w, grants) == [hist EXCEPT !.grants[w] = @ + (IF grants THEN 1 ELSE 0)]
+
 storeVars  == <<instance, task, clock>>
 nodeVars   == <<queue, work>>
 callerVars == <<starter, signaller, sigRead>>
 vars == <<instance, task, clock, queue, work, starter, signaller, sigRead, budget,
-          waitsOn, timer>>
+          waitsOn, timer, hist>>
 
 TypeOK == InstanceOK /\ TaskOK /\ ClockOK /\ QueueOK /\ WorkOK /\ StarterOK
-          /\ SignallerOK /\ SigReadOK /\ BudgetOK /\ WaitsOnOK /\ TimerOK
+          /\ SignallerOK /\ SigReadOK /\ BudgetOK /\ WaitsOnOK /\ TimerOK /\ HistOK
 
 -----------------------------------------------------------------------------
 Init ==
@@ -246,6 +281,9 @@ Init ==
                  retry |-> StartRetries]
     /\ waitsOn = [w \in Workflows |-> "none"]
     /\ timer = [w \in Workflows |-> NoTimer]
+    /\ hist = [writes |-> [w \in Workflows |-> 0],
+               sigBase |-> [n \in Nodes |-> [w \in Workflows |-> 0]],
+               grants |-> [w \in Workflows |-> 0], lost |-> FALSE, stale |-> FALSE]
 
 -----------------------------------------------------------------------------
 (* The scheduler's decisions, pure.  impl/engine/scheduler.py               *)
@@ -262,21 +300,28 @@ ScheduleOutcome(w, honour) ==
          THEN IF BumpOnHonoredLease THEN "bumped" ELSE "honoured"
          ELSE "overwritten"
 
-\* The row it leaves.  An inserted row starts again at version 1 (the ABA hazard).
+\* The row it leaves.  An inserted row continues the version of the row removed before it
+\* (ContinueVersions; an absent row keeps it, see Removed), or starts again at version 1.
 \* A FAILED (dead-letter) row is overwritten like any row without an active lease.
 ScheduledRow(w, runAfter, outcome) ==
     CASE outcome = "inserted" ->
-            [status |-> "PENDING", run_after |-> runAfter, version |-> 1, retry_count |-> 0]
+            [status |-> "PENDING", run_after |-> runAfter, version |-> task[w].version + 1,
+             retry_count |-> 0]
       [] outcome = "bumped" -> [task[w] EXCEPT !.version = @ + 1]
       [] outcome = "honoured" -> task[w]
       [] outcome = "overwritten" ->
             [status |-> "PENDING", run_after |-> runAfter, version |-> task[w].version + 1,
              retry_count |-> 0]
 
-\* A copy in the execution queue: it carries the row as the write left it.
-CopyOf(row) == [NoItem EXCEPT !.phase = "queued", !.source = "memory",
-                !.version = row.version, !.lease = row.run_after,
-                !.retry = row.retry_count, !.bound = TRUE]
+\* A copy in the execution queue: it carries the row as the write left it, and the lease
+\* granted with it (history: see Grants).
+CopyOf(row, g) == [NoItem EXCEPT !.phase = "queued", !.source = "memory",
+                   !.version = row.version, !.lease = row.run_after,
+                   !.retry = row.retry_count, !.bound = TRUE, !.grant = g]
+
+\* What a removed row leaves: no row, with its version kept for the next insert
+\* (ContinueVersions) or forgotten.
+Removed(w) == [NoRow EXCEPT !.version = IF ContinueVersions THEN task[w].version ELSE 0]
 
 -----------------------------------------------------------------------------
 (* Caller steps.  A caller's schedule is the second write of a start or a  *)
@@ -305,7 +350,8 @@ CreateInstance(n, w) ==
     /\ IF instance[w].status = "ABSENT"
        THEN /\ instance' = [instance EXCEPT ![w] = [status |-> "RUNNING", version |-> 1]]
             /\ starter' = [starter EXCEPT ![n][w] = "created"]
-       ELSE /\ UNCHANGED instance
+            /\ hist' = Wrote(w, hist.writes[w])
+       ELSE /\ UNCHANGED <<instance, hist>>
             /\ starter' = [starter EXCEPT ![n][w] =
                  CASE instance[w].status \in Terminal -> "polling"
                    [] ~CreateExistingIsNoop -> "created"   \* start it again
@@ -321,6 +367,7 @@ ReadInstance(n, w) ==
     /\ instance[w].status # "ABSENT"          \* a signal is sent to a started workflow
     /\ signaller' = [signaller EXCEPT ![n][w] = "read"]
     /\ sigRead' = [sigRead EXCEPT ![n][w] = instance[w].version]
+    /\ hist' = [hist EXCEPT !.sigBase[n][w] = hist.writes[w]]
     /\ UNCHANGED <<instance, task, clock, queue, work, starter, budget>>
 
 \* update_instance: signal, write 1: the instance at the version read, version+1.  On a
@@ -330,12 +377,15 @@ UpdateInstance(n, w) ==
     /\ CASE instance[w].status \in Terminal ->                          \* terminal
             /\ signaller' = [signaller EXCEPT ![n][w] = "polling"]
             /\ UNCHANGED instance
+            /\ hist' = [hist EXCEPT !.sigBase[n][w] = 0]
         [] instance[w].version = sigRead[n][w] ->                          \* updated
             /\ instance' = [instance EXCEPT ![w].version = @ + 1]
             /\ signaller' = [signaller EXCEPT ![n][w] = "updated"]
+            /\ hist' = [Wrote(w, hist.sigBase[n][w]) EXCEPT !.sigBase[n][w] = 0]
         [] OTHER ->                                                         \* conflict
             /\ signaller' = [signaller EXCEPT ![n][w] = "idle"]
             /\ UNCHANGED instance
+            /\ hist' = [hist EXCEPT !.sigBase[n][w] = 0]
     /\ sigRead' = [sigRead EXCEPT ![n][w] = 0]
     /\ UNCHANGED <<task, clock, queue, work, starter, budget>>
 
@@ -351,7 +401,8 @@ Schedule(n, w) ==
                            THEN clock + Lease   \* scheduleAfterLease
                            ELSE clock
                outcome == ScheduleOutcome(w, TRUE)
-           IN task' = [task EXCEPT ![w] = ScheduledRow(w, runAfter, outcome)]
+           IN /\ task' = [task EXCEPT ![w] = ScheduledRow(w, runAfter, outcome)]
+              /\ hist' = Granted(w, Grants(outcome, FALSE))
         /\ IF who = "starter"
            THEN /\ starter' = [starter EXCEPT ![n][w] = "polling"]
                 /\ UNCHANGED signaller
@@ -370,7 +421,9 @@ ScheduleInMemory(n, w) ==
                row == ScheduledRow(w, clock + Lease, outcome)
                queued == ~HonourCheck \/ outcome \notin {"honoured", "bumped"}
            IN /\ task' = [task EXCEPT ![w] = row]
-              /\ queue' = [queue EXCEPT ![n][w] = IF queued THEN CopyOf(row) ELSE @]
+              /\ hist' = Granted(w, Grants(outcome, queued))
+              /\ queue' = [queue EXCEPT ![n][w] =
+                            IF queued THEN CopyOf(row, hist.grants[w] + 1) ELSE @]
               /\ IF who = "starter"
                  THEN /\ starter' = [starter EXCEPT ![n][w] = AfterSchedule(@, queued)]
                       /\ UNCHANGED signaller
@@ -387,7 +440,7 @@ AlreadyQueued(n, w) ==
                     IF StartsInMemory(n, w) THEN AfterSchedule(@, FALSE) ELSE @]
     /\ signaller' = [signaller EXCEPT ![n][w] =
                     IF ~StartsInMemory(n, w) THEN AfterSchedule(@, FALSE) ELSE @]
-    /\ UNCHANGED <<instance, task, clock, queue, work, budget, sigRead>>
+    /\ UNCHANGED <<instance, task, clock, queue, work, budget, sigRead, hist>>
 
 \* Hidden fault: a start's caller fails between its two writes.
 CallerFails(n, w) ==
@@ -395,7 +448,7 @@ CallerFails(n, w) ==
     /\ starter[n][w] \in {"created", "recovering"}
     /\ starter' = [starter EXCEPT ![n][w] = "failed"]
     /\ budget' = [budget EXCEPT !.caller = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, queue, work, signaller, sigRead>>
+    /\ UNCHANGED <<instance, task, clock, queue, work, signaller, sigRead, hist>>
 
 \* Hidden: the failed start's caller tries the start again.
 RetryStart(n, w) ==
@@ -403,7 +456,7 @@ RetryStart(n, w) ==
     /\ starter[n][w] = "failed"
     /\ starter' = [starter EXCEPT ![n][w] = "idle"]
     /\ budget' = [budget EXCEPT !.retry = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, queue, work, signaller, sigRead>>
+    /\ UNCHANGED <<instance, task, clock, queue, work, signaller, sigRead, hist>>
 
 \* Hidden fault: a signal's caller fails after its update, before it schedules.
 SignalFails(n, w) ==
@@ -411,7 +464,7 @@ SignalFails(n, w) ==
     /\ signaller[n][w] = "updated"
     /\ signaller' = [signaller EXCEPT ![n][w] = "failed"]
     /\ budget' = [budget EXCEPT !.signal = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, queue, work, starter, sigRead>>
+    /\ UNCHANGED <<instance, task, clock, queue, work, starter, sigRead, hist>>
 
 -----------------------------------------------------------------------------
 (* Worker steps.  impl/engine/worker.py                                    *)
@@ -427,7 +480,9 @@ Fetch(n, w) ==
     /\ LET row == [task[w] EXCEPT !.status = "RUNNING", !.run_after = clock + Lease,
                                   !.version = @ + 1, !.retry_count = @ + 1]
        IN /\ task' = [task EXCEPT ![w] = row]
-          /\ queue' = [queue EXCEPT ![n][w] = [CopyOf(row) EXCEPT !.source = "store"]]
+          /\ queue' = [queue EXCEPT ![n][w] =
+                        [CopyOf(row, hist.grants[w] + 1) EXCEPT !.source = "store"]]
+          /\ hist' = Granted(w, TRUE)
     /\ UNCHANGED <<instance, clock, work, starter, signaller, budget, sigRead>>
 
 \* A worker slot of n that holds no task of any workflow.
@@ -451,13 +506,14 @@ RunStart(n, w, s) ==
        /\ queue[n][w].phase = "queued"
        /\ work' = [work EXCEPT ![n][w][s] = [queue[n][w] EXCEPT !.phase = "running",
                                            !.snap = instance[w].version,
+                                           !.base = hist.writes[w],
                                            !.bound = @ \/ LeaseKept(w, queue[n][w])]]
        /\ queue' = [queue EXCEPT ![n][w] = NoItem]
-       /\ UNCHANGED <<instance, task, clock, starter, signaller, budget, sigRead>>
+       /\ UNCHANGED <<instance, task, clock, starter, signaller, budget, sigRead, hist>>
     \/ /\ work[n][w][s].phase = "rerun"
        /\ work' = [work EXCEPT ![n][w][s].phase = "running", ![n][w][s].snap = instance[w].version,
-                               ![n][w][s].result = "none"]
-       /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, budget, sigRead>>
+                               ![n][w][s].base = hist.writes[w], ![n][w][s].result = "none"]
+       /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, budget, sigRead, hist>>
 
 \* A run's save commits: the instance is at the version the run read and, with
 \* RunEndChecksStatus, still RUNNING.  Without the status check, a run that began on a terminal
@@ -465,7 +521,7 @@ RunStart(n, w, s) ==
 \* calibration (terminal_overwritten).
 Fresh(n, w, s) ==
     /\ ~RunEndChecksStatus \/ instance[w].status = "RUNNING"
-    /\ instance[w].version = work[n][w][s].snap
+    /\ ~SaveChecksVersion \/ instance[w].version = work[n][w][s].snap
 
 \* A new timer's TIMER row: a timer's id is new, so the row is inserted at version 1.
 ArmedRow == [status |-> "PENDING", run_after |-> clock + TimerDelay, version |-> 1,
@@ -506,6 +562,7 @@ RunEnd(n, w, s) ==
                                 !.result = CASE arming(result) -> "arming"
                                              [] result = "timer" -> "waiting"
                                              [] OTHER -> result]]
+            /\ hist' = IF fresh THEN Wrote(w, work[n][w][s].base) ELSE hist
             /\ waitsOn' = [waitsOn EXCEPT ![w] =
                  CASE ~fresh -> @
                    [] result = "timer" -> "timer"
@@ -535,7 +592,8 @@ ArmTimer(n, w, s) ==
     /\ work' = [work EXCEPT ![n][w][s] =
                  IF @.owed THEN [@ EXCEPT !.phase = "rerun", !.owed = FALSE]
                  ELSE [@ EXCEPT !.result = "waiting"]]
-    /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead, budget, waitsOn>>
+    /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead, budget, waitsOn,
+                   hist>>
 
 \* fetch_timer: a worker leases the due TIMER row, as Fetch a task row.
 FetchTimer(n, w) ==
@@ -546,7 +604,7 @@ FetchTimer(n, w) ==
                                                   !.version = @ + 1, !.retry_count = @ + 1],
                              ![w].heldBy = {n}]
     /\ UNCHANGED <<instance, task, clock, queue, work, starter, signaller, sigRead, budget,
-                   waitsOn>>
+                   waitsOn, hist>>
 
 \* fire_timer: the leased timer fires: it is marked fired, the workflow's execution is
 \* scheduled (due now, honouring leases, as a signal's schedule) and the TIMER row removed, in
@@ -556,6 +614,7 @@ FireTimer(n, w) ==
     /\ n \in timer[w].heldBy
     /\ timer' = [timer EXCEPT ![w] = [entry |-> "fired", row |-> NoRow, heldBy |-> {}]]
     /\ task' = [task EXCEPT ![w] = ScheduledRow(w, clock, ScheduleOutcome(w, TRUE))]
+    /\ hist' = Granted(w, Grants(ScheduleOutcome(w, TRUE), FALSE))
     /\ UNCHANGED <<instance, clock, queue, work, starter, signaller, sigRead, budget, waitsOn>>
 
 TimerStep(n, w) == (\E s \in Slots : ArmTimer(n, w, s)) \/ FetchTimer(n, w) \/ FireTimer(n, w)
@@ -574,12 +633,13 @@ Renew(n, w, s) ==
             /\ task' = [task EXCEPT ![w].run_after = clock + Lease, ![w].version = @ + 1]
             /\ work' = [work EXCEPT ![n][w][s].version = @ + 1, ![n][w][s].lease = clock + Lease,
                                     ![n][w][s].bound = TRUE, ![n][w][s].renewals = @ + 1]
+            /\ hist' = TaskWrote(w, work[n][w][s])
         [] RenewAdoptsRerun /\ task[w].status \in LiveTask
            /\ task[w].run_after = work[n][w][s].lease ->                          \* conflict
-            /\ UNCHANGED task
+            /\ UNCHANGED <<task, hist>>
             /\ work' = [work EXCEPT ![n][w][s].version = task[w].version, ![n][w][s].owed = TRUE]
         [] OTHER ->                                                            \* conflict
-            /\ UNCHANGED task
+            /\ UNCHANGED <<task, hist>>
             /\ work' = [work EXCEPT ![n][w][s].renewals = MaxRenewals, ![n][w][s].bound = FALSE]
     /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget, sigRead>>
 
@@ -597,7 +657,8 @@ Remove(n, w, s) ==
     /\ work[n][w][s].phase = "ended"
     /\ work[n][w][s].result \in {"completed", "waiting"}
     /\ LET o == FinishOutcome(n, w, s) IN
-       /\ task' = IF o = "ok" THEN [task EXCEPT ![w] = NoRow] ELSE task
+       /\ task' = IF o = "ok" THEN [task EXCEPT ![w] = Removed(w)] ELSE task
+       /\ hist' = IF o = "ok" THEN TaskWrote(w, work[n][w][s]) ELSE hist
        /\ work' = [work EXCEPT ![n][w][s] =
                     IF o = "rerun"
                     THEN [@ EXCEPT !.phase = "rerun", !.version = task[w].version]
@@ -614,6 +675,7 @@ RescheduleRetry(n, w, s) ==
                THEN [task EXCEPT ![w].status = "PENDING", ![w].run_after = clock + Backoff,
                                  ![w].version = @ + 1]
                ELSE task
+    /\ hist' = IF FinishOutcome(n, w, s) = "ok" THEN TaskWrote(w, work[n][w][s]) ELSE hist
     /\ work' = [work EXCEPT ![n][w][s] = NoItem]
     /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget, sigRead>>
 
@@ -631,7 +693,11 @@ MarkFailed(n, w, s) ==
                              ELSE @]
             /\ starter' = [starter EXCEPT ![n][w] = Answer(@)]
             /\ signaller' = [signaller EXCEPT ![n][w] = Answer(@)]
-       ELSE UNCHANGED <<task, instance, starter, signaller>>
+            \* The instance write reads the instance in its own transaction: nothing to lose.
+            /\ LET h == TaskWrote(w, work[n][w][s])
+               IN hist' = IF instance[w].status = "RUNNING"
+                          THEN [h EXCEPT !.writes[w] = @ + 1] ELSE h
+       ELSE UNCHANGED <<task, instance, starter, signaller, hist>>
     /\ work' = [work EXCEPT ![n][w][s] = NoItem]
     /\ UNCHANGED <<clock, queue, budget, sigRead>>
 
@@ -670,7 +736,7 @@ Tick ==
             /\ work' = [n \in Nodes |-> [w \in Workflows |-> [s \in Slots |->
                           ShiftItem(work[n][w][s])]]]
             /\ timer' = [w \in Workflows |-> [timer[w] EXCEPT !.row.run_after = Shift(@)]]
-    /\ UNCHANGED <<instance, starter, signaller, budget, sigRead, waitsOn>>
+    /\ UNCHANGED <<instance, starter, signaller, budget, sigRead, waitsOn, hist>>
 
 \* A node crashes and restarts at once: its queue and its runs are gone (their rows stay,
 \* leased until they lapse).  A caller between its two writes is kept apart from the node
@@ -691,7 +757,7 @@ Crash(n) ==
     /\ starter' = [starter EXCEPT ![n] = [w \in Workflows |-> LostCall(@[w])]]
     /\ signaller' = [signaller EXCEPT ![n] = [w \in Workflows |-> LostCall(@[w])]]
     /\ budget' = [budget EXCEPT !.crash = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, sigRead, waitsOn>>
+    /\ UNCHANGED <<instance, task, clock, sigRead, waitsOn, hist>>
 
 \* A running handler outlives its lease: the lease may now lapse while it runs.
 OutliveLease(n, w, s) ==
@@ -699,7 +765,7 @@ OutliveLease(n, w, s) ==
     /\ work[n][w][s].phase = "running" /\ work[n][w][s].bound
     /\ work' = [work EXCEPT ![n][w][s].bound = FALSE]
     /\ budget' = [budget EXCEPT !.outlive = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead>>
+    /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead, hist>>
 
 \* A lease lapses early under a task still waiting in a queue (finding 3 of the seed): time
 \* may now pass its end, and another node may fetch the row before the copy starts.
@@ -708,7 +774,7 @@ EarlyExpiry(n, w) ==
     /\ queue[n][w].phase = "queued" /\ queue[n][w].bound
     /\ queue' = [queue EXCEPT ![n][w].bound = FALSE]
     /\ budget' = [budget EXCEPT !.expiry = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, work, starter, signaller, sigRead>>
+    /\ UNCHANGED <<instance, task, clock, work, starter, signaller, sigRead, hist>>
 
 \* A finishing write fails in the store: nothing commits, the worker gives the task up
 \* and the row stays until its lease lapses.
@@ -717,7 +783,7 @@ StoreError(n, w, s) ==
     /\ work[n][w][s].phase = "ended"
     /\ work' = [work EXCEPT ![n][w][s] = NoItem]
     /\ budget' = [budget EXCEPT !.storeError = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead>>
+    /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead, hist>>
 
 -----------------------------------------------------------------------------
 \* The steps that do not touch timers leave timerVars alone here, once, not each in its frame.
@@ -811,6 +877,19 @@ CallersAnswered ==
     \A n \in Nodes, w \in Workflows :
         /\ Waits(starter[n][w]) ~> Answered(starter[n][w], w)
         /\ Waits(signaller[n][w]) ~> Answered(signaller[n][w], w)
+
+\* No lost update: every instance write that commits was computed from the last write before
+\* it (a run's save from what the run read, a signal's update from what the signal read).  The
+\* version check of run_end and update_instance is what keeps it; a save that overwrote a
+\* signal's update, or an update that overwrote a run's save, would lose the other's work.
+NoLostUpdate == ~hist.lost
+
+\* Leases are fenced: no write of a task row (a renewal, a remove, a retry, a dead letter)
+\* commits for a lease that a later grant superseded.  A lease may lapse under a node that
+\* still runs (OutliveLease, EarlyExpiry): the row's version is what stops the stale node's
+\* writes, and this is what it is for.  With ContinueVersions off, a row removed and inserted
+\* again reaches a stale holder's version again (lease_faults_aba).
+LeaseFenced == ~hist.stale
 
 \* Every started workflow reaches a terminal state.
 EventuallyDone ==

@@ -21,7 +21,8 @@ TickPastWindow ==
     /\ clock = MaxClock
     /\ ENABLED Tick
     /\ clock' = clock + 1
-    /\ UNCHANGED <<instance, task, queue, work, starter, signaller, sigRead, budget, timerVars>>
+    /\ UNCHANGED <<instance, task, queue, work, starter, signaller, sigRead, budget, timerVars,
+                   hist>>
 NextPastWindow == Next \/ TickPastWindow
 
 \* Reachability witnesses: each must be violated by the model that lists it, which shows

@@ -281,8 +281,9 @@ TakesSlot(n, s) ==
 StartTaken(n, s) ==
     /\ work[n][W][s].phase = "queued"
     /\ work' = [work EXCEPT ![n][W][s] = [@ EXCEPT !.phase = "running", !.snap = instance[W].version,
+                                                   !.base = hist.writes[W],
                                                    !.bound = @ \/ LeaseKept(W, work[n][W][s])]]
-    /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, budget, sigRead>>
+    /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, budget, sigRead, hist>>
 
 IsRunStart(s) ==
     /\ Logged("run_start")
@@ -363,7 +364,7 @@ IsMarkFailed(s) ==
 
 \* A line of kind `op`, of the trace's workflow, committed now.
 LineOf(op) == /\ l < Lines /\ E.op = op /\ E.wf = Traces[t][1].wf /\ E.now = clock
-KeepEngine == UNCHANGED <<instance, task, clock, queue, work, starter, signaller, sigRead, budget>>
+KeepEngine == UNCHANGED <<instance, task, clock, queue, work, starter, signaller, sigRead, budget, hist>>
 
 \* A pause or stall window opens or closes (injected: a simulation freezes a node, a thread is
 \* held up before a call or a taker before its copy); one opened twice, or closed unopened, is
@@ -393,7 +394,7 @@ IsCrash ==
     /\ used' = IF HoldsLease(E.node, W) /\ task[W].run_after <= Traces[t][Lines].now
                THEN used \cup {l + 1} ELSE used
     /\ win' = [win EXCEPT ![E.node] = [k \in Windows |-> 0]]
-    /\ UNCHANGED <<instance, task, clock, sigRead, budget>> /\ OwedStep /\ Advance
+    /\ UNCHANGED <<instance, task, clock, sigRead, budget, hist>> /\ OwedStep /\ Advance
 
 \* A lease lapsed under its holder, as the holder measured it: a step it meant to take at
 \* args.meant, before the lease's end args.run_after, came at or after that end (this line's
@@ -445,7 +446,7 @@ TraceTick ==
     /\ clock < E.now
     /\ \A n \in Nodes : HoldsLease(n, W) => task[W].run_after > E.now
     /\ clock' = E.now
-    /\ UNCHANGED <<instance, task, queue, work, starter, signaller, sigRead, budget>>
+    /\ UNCHANGED <<instance, task, queue, work, starter, signaller, sigRead, budget, hist>>
 
 \* The first fault line that lets the lease n holds lapse, 0 for none: a pause or stall window
 \* of n open since no later than the lease's end (n was held up when it ended), or a lapse line
@@ -499,7 +500,7 @@ Lapse(n) ==
        IN /\ queue' = [queue EXCEPT ![n][W] = Detach(@)]
           /\ work' = [work EXCEPT ![n][W] = [s \in Slots |-> Detach(@[s])]]
     /\ budget' = [budget EXCEPT !.outlive = @ - 1]
-    /\ UNCHANGED <<instance, task, clock, starter, signaller, sigRead>>
+    /\ UNCHANGED <<instance, task, clock, starter, signaller, sigRead, hist>>
 
 \* Some later line is a signal's update from node n: only then may n signal again (NewSignal;
 \* a signal that no update follows explains nothing, and pruning it keeps the search small).
@@ -546,20 +547,20 @@ NewStart(n) ==
     /\ l < Lines /\ E.op = "create_instance" /\ E.node = n
     /\ starter[n][W] \in {"awaiting", "polling"} \cup AnswerPhases
     /\ starter' = [starter EXCEPT ![n][W] = "idle"]
-    /\ UNCHANGED <<instance, task, clock, queue, work, signaller, sigRead, budget>>
+    /\ UNCHANGED <<instance, task, clock, queue, work, signaller, sigRead, budget, hist>>
 
 NewSignal(n) ==
     /\ signaller[n][W] \in {"awaiting", "polling"} \cup AnswerPhases
     /\ SignalAhead(n)
     /\ signaller' = [signaller EXCEPT ![n][W] = "idle"]
-    /\ UNCHANGED <<instance, task, clock, queue, work, starter, sigRead, budget>>
+    /\ UNCHANGED <<instance, task, clock, queue, work, starter, sigRead, budget, hist>>
 
 FinishAttemptsSpent(n) ==
     \E s \in Slots :
         /\ work[n][W][s].phase = "rerun"
         /\ attempts[n][s] >= MaxFinishAttempts
         /\ work' = [work EXCEPT ![n][W][s] = NoItem]
-        /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead, budget>>
+        /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead, budget, hist>>
 
 TakenBeforeStart(n) ==
     /\ l < Lines /\ E.node = n /\ E.op \in {"schedule_in_memory", "fetch"}
@@ -567,7 +568,7 @@ TakenBeforeStart(n) ==
     /\ \E r \in Slots : SlotFree(n, r)
     /\ work' = [work EXCEPT ![n][W][FirstFree(n)] = queue[n][W]]
     /\ queue' = [queue EXCEPT ![n][W] = NoItem]
-    /\ UNCHANGED <<instance, task, clock, starter, signaller, sigRead, budget>>
+    /\ UNCHANGED <<instance, task, clock, starter, signaller, sigRead, budget, hist>>
 
 ImplQuirk(n) == NewStart(n) \/ NewSignal(n) \/ FinishAttemptsSpent(n) \/ TakenBeforeStart(n)
 

@@ -41,7 +41,8 @@ STORE_ACTIONS = frozenset({
 # order they are named; the rest (CreateExistingIsNoop, ForceSignalInScheduler,
 # InMemoryStart, RecoverAfterLease) choose a path and are part of the scenario.
 GUARDS = ("HonourCheck", "BumpOnHonoredLease", "RenewAdoptsRerun", "RecoverStrandedStart",
-          "RunEndChecksStatus", "ResultUnavailable", "AnswerFromStore", "ArmTimerWithSave")
+          "RunEndChecksStatus", "ResultUnavailable", "AnswerFromStore", "ArmTimerWithSave",
+          "SaveChecksVersion", "ContinueVersions")
 
 _NUMBERS = ("Lease", "Backoff", "MaxRetries", "MaxRenewals", "MaxClock")
 _SETS = ("Nodes", "Workflows", "Slots", "StartNodes", "SignalNodes")

@@ -40,6 +40,14 @@ class Txn(Protocol):
         """Delete the row if its version is `expected_version`; the number of rows deleted."""
         ...
 
+    def read_fence(self, key: TaskKey) -> int:
+        """The version of the last row removed under `key` (0: none was)."""
+        ...
+
+    def write_fence(self, key: TaskKey, version: int) -> None:
+        """Remember `version` as the last removed under `key` (with the delete, in its txn)."""
+        ...
+
     def read_instance(self, wf: str) -> Instance | None:
         """The workflow instance, or `None`."""
         ...
@@ -110,6 +118,7 @@ class Backend(Protocol):
 class _MemoryTables:
     def __init__(self) -> None:
         self.tasks: dict[TaskKey, Task] = {}
+        self.fences: dict[TaskKey, int] = {}
         self.instances: dict[str, Instance] = {}
         self.locks: dict[str, int] = {}
         self.events: list[Event] = []
@@ -146,6 +155,12 @@ class MemoryTxn:
             return 0
         del self._t.tasks[key]
         return 1
+
+    def read_fence(self, key: TaskKey) -> int:
+        return self._t.fences.get(key, 0)
+
+    def write_fence(self, key: TaskKey, version: int) -> None:
+        self._t.fences[key] = version
 
     def read_instance(self, wf: str) -> Instance | None:
         return self._t.instances.get(wf)

@@ -21,13 +21,19 @@ class ScheduleDecision:
 
 
 def decide_schedule(
-    row: Task | None, request: ScheduleRequest, now: int, lease_ms: int, *, bump: bool
+    row: Task | None, request: ScheduleRequest, now: int, lease_ms: int, *, bump: bool, fence: int = 0
 ) -> ScheduleDecision:
     """Insert, honour, honour and bump, or overwrite: `schedule(request)` of the reference.
+
+    `fence` is the version of the last row removed under the key: an inserted row continues
+    from it, so that a node still holding a lease on the removed row (its lease lapsed under
+    it) never finds its version again (the ABA case; Engine.tla ContinueVersions).
 
     >>> r = ScheduleRequest("wf1", run_after=0)
     >>> decide_schedule(None, r, 0, 1000, bump=True).outcome
     'inserted'
+    >>> decide_schedule(None, r, 0, 1000, bump=True, fence=4).write.version
+    5
     """
     if row is None:
         new = Task(
@@ -35,7 +41,7 @@ def decide_schedule(
             task_id=request.task_id,
             status=PENDING,
             run_after=request.run_after,
-            version=1,
+            version=fence + 1,
             retry_count=0,
             payload=request.payload,
             type=request.type,

@@ -38,11 +38,11 @@ def _rerun_as_lost(row: Task | None, held_run_after: int) -> str:
 
 
 def _schedule_ignores_leases(
-    row: Task | None, request: ScheduleRequest, now: int, lease_ms: int, *, bump: bool
+    row: Task | None, request: ScheduleRequest, now: int, lease_ms: int, *, bump: bool, fence: int = 0
 ) -> decide.ScheduleDecision:
     return decide.decide_schedule(
         row, ScheduleRequest(request.task_id, request.run_after, request.payload, False, request.owner, request.type),
-        now, lease_ms, bump=bump,
+        now, lease_ms, bump=bump, fence=fence,
     )
 
 

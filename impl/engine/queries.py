@@ -59,4 +59,4 @@ def schema_names(dialect: str) -> list[str]:
     return [n for n in _load(f"{dialect}.sql") if n.startswith("create_")]
 
 
-DROP_NAMES = ("drop_trace", "drop_wf_lock", "drop_instances", "drop_tasks")
+DROP_NAMES = ("drop_trace", "drop_wf_lock", "drop_task_fences", "drop_instances", "drop_tasks")

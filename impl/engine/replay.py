@@ -36,6 +36,7 @@ from impl.engine import decide
 from impl.engine.effects import Call
 from impl.engine.errors import ReplayError
 from impl.engine.export import write_traces
+from impl.engine.fencing import stale_write
 from impl.engine.model import ACTIVE_TASK_STATUSES, Gates, Instance, Settings, TaskKey
 from impl.engine.replay_steps import TICK_MS, Blocked, Runner, caller_phase, take_step
 from impl.engine.urls import node_backends
@@ -58,6 +59,8 @@ NO_GATE: dict[str, str] = {
     "ResultUnavailable": "a start that queued no copy always fails its future with ResultUnavailable (node.py)",
     "AnswerFromStore": "a run whose save conflicts always answers its node's callers from the store (worker.py)",
     "ArmTimerWithSave": "impl/engine has no timers",
+    "SaveChecksVersion": ("a run's save compares the version it read both in decide_run_end and in the UPDATE's "
+                          "WHERE (store.py run_end): no swapped decision switches it off"),
 }
 
 
@@ -66,11 +69,17 @@ def _saves_over_version_only(inst: Instance | None, expected_version: int) -> bo
     return inst is not None and inst.version == expected_version
 
 
+def _inserts_at_version_one(row: Any, request: Any, now: int, lease_ms: int, *, bump: bool, fence: int = 0) -> Any:
+    return decide.decide_schedule(row, request, now, lease_ms, bump=bump, fence=0)
+
+
 # Model gates with no engine gate that a swapped pure decision (`Store(decisions=...)`, as the
 # mutants of `mutants.py` do) switches off: the decision, its replacement, what it does.
 SWAPS: dict[str, tuple[str, Callable[..., Any], str]] = {
     "RunEndChecksStatus": ("decide_run_end", _saves_over_version_only,
                            "run_end saves over the version it read, whatever the instance's status"),
+    "ContinueVersions": ("decide_schedule", _inserts_at_version_one,
+                         "a row inserted again starts at version 1, forgetting the removed row's"),
 }
 UNMAPPED: dict[str, str] = {
     "ArmTimer": "impl/engine has no timers (TimerRuns)",
@@ -128,6 +137,10 @@ def _broken(r: Runner, prop: str | None) -> str | None:
                 return f"TerminalIsStable: {inst.wf} was {was}, is now {inst.status}"
             if was is None and inst.terminal:
                 r.terminal[inst.wf] = inst.status
+    if prop == "LeaseFenced":
+        stale = stale_write(r.backend.read_events())
+        if stale:
+            return f"LeaseFenced: {stale}"
     if prop == "RunningIsDriven":
         for inst in r.backend.list_instances():
             if inst.status == "RUNNING" and not _driven(r, inst.wf):

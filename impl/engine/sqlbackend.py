@@ -103,6 +103,14 @@ class SqlTxn:
             {"owner": key.owner, "task_id": key.task_id, "expected_version": expected_version},
         )
 
+    def read_fence(self, key: TaskKey) -> int:
+        self._c.execute(self._q["read_fence"], {"owner": key.owner, "task_id": key.task_id})
+        row = self._c.fetchone()
+        return int(row[0]) if row else 0
+
+    def write_fence(self, key: TaskKey, version: int) -> None:
+        self._run("write_fence", {"owner": key.owner, "task_id": key.task_id, "version": version})
+
     def read_instance(self, wf: str) -> Instance | None:
         self._c.execute(self._q["read_instance"], {"wf": wf})
         return _instance(self._c.fetchone())

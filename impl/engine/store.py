@@ -207,7 +207,8 @@ class Store:
             t = _at(now)
             req = request if request.delay_ms is None else replace(request, run_after=t + request.delay_ms, delay_ms=None)
             row = tx.read_task(req.key)
-            d = self.decide.decide_schedule(row, req, t, self.lease_ms, bump=self.bump)
+            fence = tx.read_fence(req.key) if row is None else 0
+            d = self.decide.decide_schedule(row, req, t, self.lease_ms, bump=self.bump, fence=fence)
             if d.outcome == "inserted":
                 assert d.write is not None
                 tx.insert_task(d.write)
@@ -285,6 +286,8 @@ class Store:
             n = tx.lock_workflow(wf)
             t = _at(now)
             if tx.delete_task(key, self.decide.remove_guard(tx.read_task(key), version)) == 1:
+                # The next row inserted under this key continues from here (decide_schedule).
+                tx.write_fence(key, version)
                 outcome, row = "removed", None
             else:
                 row = tx.read_task(key)

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["decide", "faults", "limit", "node", "replay", "scheduler", "sim", "threads", "urls", "workflows", "queries"]
+MODULES = ["decide", "faults", "fencing", "limit", "node", "replay", "scheduler", "sim", "threads", "urls", "workflows", "queries"]
 
 
 @pytest.mark.parametrize("name", MODULES)

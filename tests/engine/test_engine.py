@@ -7,10 +7,11 @@ import pytest
 from impl.engine.backend import Backend, MemoryBackend
 from impl.engine.effects import Sleep, drive
 from impl.engine.errors import ResultTimeout, ResultUnavailable, UnknownWorkflow
-from impl.engine.model import FAILED, Gates, Settings, TaskKey
+from impl.engine.model import FAILED, Gates, ScheduleRequest, Settings, TaskKey
 from impl.engine.node import WorkflowFailed
 from impl.engine.queue import QueuedTask
 from impl.engine.sim import Simulation
+from impl.engine.store import Store
 
 from .helpers import LEASE, fault_lines, ops, two_nodes
 
@@ -190,6 +191,29 @@ def test_a_renewal_that_meets_a_second_bump_while_adopting_the_first_keeps_renew
     sim.run_until(lambda: run.done, max_steps=10_000)
     assert ("n1", "renew", "renewed") in ops(sim.backend)
     assert sim.monitor.overlaps == 0 and fault_lines(sim.backend, "wf") == {}
+
+
+def test_a_row_inserted_again_continues_the_removed_rows_version_so_a_stale_remove_is_refused(
+    backend: Backend,
+) -> None:
+    """The ABA case of issue 38 (Engine.tla ContinueVersions, lease_faults_aba): n1's lease
+    lapses under it, n2 leases, runs and removes the row, a signal inserts it again and n2
+    leases it. Were the new row to start at version 1, its lease would be version 2, n1's, and
+    n1's late remove would delete it; it continues the removed row's version instead."""
+    store = Store(backend, lease_ms=LEASE)
+    store.create_instance("n1", 0, "wf", "approval", "{}")
+    first = store.schedule("n1", 0, ScheduleRequest("wf", run_after=0)).task
+    stale = store.fetch("n1", 0, first)  # n1's lease, at version 2; it lapses at LEASE
+    assert stale is not None and stale.version == 2
+    taken = store.fetch("n2", LEASE, stale)  # due again: n2 leases it
+    assert taken is not None
+    assert store.remove("n2", LEASE, taken.key, taken.version, taken.run_after)[0] == "removed"
+    again = store.schedule("n2", LEASE + 1, ScheduleRequest("wf", run_after=LEASE + 1))
+    assert again.outcome == "inserted" and again.task.version == taken.version + 1
+    leased = store.fetch("n2", LEASE + 1, again.task)
+    assert leased is not None and leased.version != stale.version
+    outcome, row = store.remove("n1", LEASE + 2, stale.key, stale.version, stale.run_after)
+    assert outcome == "lost" and row == leased
 
 
 def test_without_the_bump_the_rerun_signal_is_lost_and_the_workflow_stranded() -> None:

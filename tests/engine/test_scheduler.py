@@ -137,9 +137,11 @@ def test_a_fetch_that_loses_its_race_records_nothing(backend: Backend) -> None:
     assert [e.op for e in backend.read_events()] == ["schedule", "fetch"]
 
 
-def test_a_reinserted_row_starts_again_at_version_1(backend: Backend) -> None:
+def test_a_reinserted_row_continues_the_removed_rows_version(backend: Backend) -> None:
     clock, (s,) = schedulers(backend, "n1")
     s.schedule(ScheduleRequest("wf", run_after=clock.now_ms()))
     (held,) = s.fetch(1)
     s.remove(held)
-    assert s.schedule(ScheduleRequest("wf", run_after=clock.now_ms())).version == 1  # the ABA hazard
+    # Not 1 again: a node whose lease on the removed row lapsed must never find its version
+    # again (the ABA hazard; Engine.tla ContinueVersions).
+    assert s.schedule(ScheduleRequest("wf", run_after=clock.now_ms())).version == held.version + 1

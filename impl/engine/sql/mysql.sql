@@ -25,6 +25,15 @@ CREATE TABLE IF NOT EXISTS {p}instances (
     result TEXT
 ) ENGINE=InnoDB
 
+-- name: create_task_fences
+-- The version of the last row removed under a key (see sqlite.sql).
+CREATE TABLE IF NOT EXISTS {p}task_fences (
+    owner VARCHAR(128) NOT NULL,
+    task_id VARCHAR(128) NOT NULL,
+    version BIGINT NOT NULL,
+    PRIMARY KEY (owner, task_id)
+) ENGINE=InnoDB
+
 -- name: create_wf_lock
 CREATE TABLE IF NOT EXISTS {p}wf_lock (
     wf VARCHAR(128) NOT NULL PRIMARY KEY,

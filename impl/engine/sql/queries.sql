@@ -23,6 +23,13 @@ WHERE owner = :owner AND task_id = :task_id AND version = :expected_version
 -- name: delete_task
 DELETE FROM {p}tasks WHERE owner = :owner AND task_id = :task_id AND version = :expected_version
 
+-- name: read_fence
+SELECT version FROM {p}task_fences WHERE owner = :owner AND task_id = :task_id
+
+-- name: write_fence
+-- REPLACE: SQLite and MySQL both take it (one row per key, the last removed version).
+REPLACE INTO {p}task_fences (owner, task_id, version) VALUES (:owner, :task_id, :version)
+
 -- name: due_tasks
 SELECT owner, task_id, status, run_after, version, retry_count, payload, type
 FROM {p}tasks
@@ -69,6 +76,9 @@ DROP TABLE IF EXISTS {p}instances
 
 -- name: drop_wf_lock
 DROP TABLE IF EXISTS {p}wf_lock
+
+-- name: drop_task_fences
+DROP TABLE IF EXISTS {p}task_fences
 
 -- name: drop_trace
 DROP TABLE IF EXISTS {p}trace

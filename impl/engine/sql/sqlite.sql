@@ -27,6 +27,16 @@ CREATE TABLE IF NOT EXISTS {p}instances (
     result TEXT
 )
 
+-- name: create_task_fences
+-- The version of the last row removed under a key, so that a row inserted again continues it:
+-- a stale holder's version never comes back (issue 38's ABA case; Engine.tla ContinueVersions).
+CREATE TABLE IF NOT EXISTS {p}task_fences (
+    owner TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    PRIMARY KEY (owner, task_id)
+)
+
 -- name: create_wf_lock
 CREATE TABLE IF NOT EXISTS {p}wf_lock (wf TEXT PRIMARY KEY, n INTEGER NOT NULL)
 
