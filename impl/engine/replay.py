@@ -148,6 +148,10 @@ def _broken(r: Runner, prop: str | None) -> str | None:
     return None
 
 
+# The finishing writes of a run whose save is done (worker.py run_task, _retry_or_fail).
+FINISHING = ("remove", "reschedule_retry", "mark_failed")
+
+
 def _driven(r: Runner, w: str) -> bool:
     task = r.backend.read_task(TaskKey("workflow", w))
     if task is not None and task.status in ACTIVE_TASK_STATUSES:
@@ -157,9 +161,11 @@ def _driven(r: Runner, w: str) -> bool:
     for f in r.sim.fibers:
         if f.done:
             continue
-        if f.label == f"run:{w}":
-            return True
         label = f.effect.label if isinstance(f.effect, Call) else ""
+        # A run drives the workflow until its save, or while it will run again; one whose save
+        # is done and that is about to finish (Engine.tla's phase "ended") drives nothing.
+        if f.label == f"run:{w}" and label not in FINISHING:
+            return True
         if f.label in (f"start:{w}", f"signal:{w}") and label in ("schedule", "schedule_in_memory"):
             return True
     return False

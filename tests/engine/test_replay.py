@@ -70,6 +70,7 @@ EXPECTED = {
     # Findings of the design with every guard on: the engine has them too.
     "lease_faults": ("reproduced", None),
     "lease_faults_rerun_on_new_row": ("reproduced", None),
+    "lease_faults_failed_run_stranded": ("reproduced", None),
     "inmem_start_overlap": ("reproduced", None),
     "signal_failure": ("reproduced", None),
     # No equivalent in the engine.
