@@ -92,7 +92,9 @@ def run(args: argparse.Namespace) -> int:
                               "edges": None if edges is None else {
                                   **edges[0].to_json(), "seconds": round(edges[2], 1),
                                   "findings": [{"edge": " -> ".join(r.pair), "finding": r.finding}
-                                               for r in edges[1] if r.finding is not None]},
+                                               for r in edges[1] if r.finding is not None],
+                                  "known": [{"edge": " -> ".join(r.pair), "why": r.declared, "difference": r.difference}
+                                            for r in edges[1] if r.finding is None and r.declared is not None]},
                               "targets": [
                 {"target": r.target.name, "model": r.model, "steps": r.steps, "replay": r.replay, "reason": r.reason,
                  "traces": [str(p) for p in r.traces] if args.out else len(r.traces), "rejected": r.rejected,
@@ -104,10 +106,11 @@ def run(args: argparse.Namespace) -> int:
             if edges is not None:
                 cov, runs, seconds = edges
                 for e in runs:
-                    if e.finding is not None:
+                    if e.finding is not None or e.declared is not None:
                         print(visible(e.line()))
                 print(visible(f"{cov.summary()}; {len(runs)} edge runs in {seconds:.0f} s, "
-                              f"{sum(1 for e in runs if e.finding is not None)} finding(s)"))
+                              f"{sum(1 for e in runs if e.finding is not None)} finding(s), "
+                              f"{sum(1 for e in runs if e.finding is None and e.declared is not None)} known"))
             if args.out:
                 print(f"traces: {args.out / 'traces'}", file=sys.stderr)
     return 1 if bad else 0

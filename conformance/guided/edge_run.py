@@ -41,20 +41,45 @@ class EdgeRun:
     reason: str = ""
     traces: list[Path] = field(default_factory=list)
     rejected: dict[str, str] = field(default_factory=dict)
+    declared: str | None = None  # why the code differs here, from the system's `edges: known:`
 
     @property
-    def finding(self) -> str | None:
+    def difference(self) -> str | None:
+        """Where the code did not follow the model along this edge (None: it did)."""
         if self.replay == "blocked":
             return f"the model can, the code cannot: {self.reason}"
         if self.replay in ("unmapped", "error"):
             return f"{self.replay}: {self.reason}"
+        return None
+
+    @property
+    def finding(self) -> str | None:
+        """A rejected trace always; a difference unless declared; a declared one the code no
+        longer shows (the declaration is stale)."""
         if self.rejected:
             return "trace rejected: " + "; ".join(f"{Path(k).name}: {v}" for k, v in self.rejected.items())
+        if self.declared is None:
+            return self.difference
+        if self.difference is None:
+            return f"declared known ({self.declared}), but the code follows the model here: drop the entry"
         return None
 
     def line(self) -> str:
         a, b = self.pair
+        if self.finding is None and self.declared is not None:
+            return f"known     edge {a} -> {b} ({self.steps} steps): {self.declared} [{self.difference}]"
         return f"FINDING   edge {a} -> {b} ({self.steps} steps): {self.finding}"
+
+
+def known_differences(system: str, base: dict[str, Any]) -> dict[str, str]:
+    """The base model's `edges: known:`: an edge (`A -> B`, as the output names it) where the
+    code is known to differ from the model, and why."""
+    known = (base.get("edges") or {}).get("known") or {}
+    if not isinstance(known, dict) or not all(isinstance(k, str) and isinstance(v, str) and v.strip()
+                                             for k, v in known.items()):
+        raise EdgeError(f"guided/{system}.yaml: edges: known must map an edge (`A -> B`) to why the code differs "
+                        f"there, not {known!r:.200}")
+    return known
 
 
 def _graph_model(root: Path, system: str, base: dict[str, Any], out: Path) -> Model:
@@ -62,9 +87,9 @@ def _graph_model(root: Path, system: str, base: dict[str, Any], out: Path) -> Mo
     model where the targets' base model has too many states to dump)."""
     data = {k: v for k, v in base.items() if k not in GUIDED_KEYS}
     edges = base.get("edges") or {}
-    if not isinstance(edges, dict) or set(edges) - {"constants"} or not isinstance(edges.get("constants", {}), dict):
+    if not isinstance(edges, dict) or set(edges) - {"constants", "known"} or not isinstance(edges.get("constants", {}), dict):
         raise EdgeError(f"guided/{system}.yaml: edges must be a mapping with only `constants` (a mapping of "
-                        f"constant -> value), not {edges!r:.200}")
+                        f"constant -> value) and `known` (edge -> why), not {edges!r:.200}")
     unknown = sorted(set(edges.get("constants", {})) - set(data.get("constants") or {}))
     if unknown:
         raise EdgeError(f"guided/{system}.yaml: edges: constants names what the base model does not: {', '.join(unknown)}")
@@ -106,6 +131,7 @@ def run_edges(root: Path, system: str, base: dict[str, Any], out: Path, *, store
         raise EdgeError(f"guided/{system}.yaml's replay file defines no project(before, after) (docs/your-own-system.md)")
     sysm = load_systems(root)[system]
     table = outcomes_table(sysm.spec_path.read_text(encoding="utf-8"), f"{sysm.spec}.tla") or {}
+    known = known_differences(system, base)
     graph, model = state_graph(root, system, base, out, tlc)
     constants = {k: c.value for k, c in model.constants.items()}
     if own is not None:
@@ -118,9 +144,12 @@ def run_edges(root: Path, system: str, base: dict[str, Any], out: Path, *, store
         mapper_name, adapter_name = ADAPTERS[model.module]
         mapper, adapter = importlib.import_module(mapper_name), importlib.import_module(adapter_name)
         impl_error = importlib.import_module("impl.errors").ImplError
+    stray = sorted(set(known) - {" -> ".join(p) for p in paths})
+    if stray:
+        raise EdgeError(f"guided/{system}.yaml: edges: known names edges the graph does not have: {'; '.join(stray)}")
     runs = []
     for i, pair in enumerate(sorted(paths), 1):
-        run = EdgeRun(pair)
+        run = EdgeRun(pair, declared=known.get(" -> ".join(pair)))
         states = [{"index": n, "action": "Next", "variables": graph.states[s]} for n, s in enumerate(paths[pair], 1)]
         verdict = {"kind": "violated", "property": "Edge", "counterexample": {"states": states}}
         trace_dir = out / "edges" / f"{i:03d}"

@@ -61,13 +61,14 @@ def test_the_queue_s_edges_are_replayed_the_coverage_printed_and_the_differences
     proc = subprocess.run(run, capture_output=True, text=True, timeout=600)
     out = json.loads(proc.stdout)["edges"]
     assert out["projected"] == 105 and out["states"] == 14141 and out["covered"] >= 100, out
-    # No trace of the designed code is rejected; what the code cannot do is a finding (exit 1),
-    # each one of the two known differences from the model: a call's permit held through its
-    # ack or release, and a self-reclaimed hand-off dropped at the poll, not started once the
-    # first call ended.
-    assert proc.returncode == 1 and out["findings"], proc.stdout[-2000:]
-    assert all(f["finding"].startswith("the model can, the code cannot")
-               and ("no free permit" in f["finding"] or "holds no hand-off" in f["finding"]) for f in out["findings"])
+    # No trace of the designed code is rejected; what the code cannot do is one of the two
+    # differences guided/workqueue.yaml declares known (exit 0): a call's permit held through
+    # its ack or release, and a self-reclaimed hand-off dropped at the poll, not started once
+    # the first call ended. Undeclared, each is a finding (exit 1).
+    assert proc.returncode == 0 and out["findings"] == [], proc.stdout[-2000:]
+    assert len(out["known"]) == 5 and all(
+        k["difference"].startswith("the model can, the code cannot")
+        and ("no free permit" in k["difference"] or "holds no hand-off" in k["difference"]) for k in out["known"])
 
 
 def test_a_system_without_a_projection_or_with_a_bad_edges_section_is_an_error(tmp_path: Path) -> None:
@@ -86,6 +87,27 @@ def test_a_system_without_a_projection_or_with_a_bad_edges_section_is_an_error(t
         edges("engine", {**base, "edges": {"constants": {}, "gates": {}}})
     with pytest.raises(EdgeError, match="names what the base model does not: Nodez"):
         edges("engine", {**base, "edges": {"constants": {"Nodez": ["n1"]}}})
+    with pytest.raises(EdgeError, match="known must map an edge"):
+        edges("engine", {**base, "edges": {"known": ["x"]}})
+
+
+def test_a_known_difference_is_declared_not_a_finding_and_a_stale_declaration_is_one() -> None:
+    from conformance.guided.edge_run import EdgeError, EdgeRun, known_differences
+
+    blocked = EdgeRun(("a/x", "b/y"), replay="blocked", reason="step 3: refused")
+    assert blocked.finding == "the model can, the code cannot: step 3: refused"
+    known = EdgeRun(("a/x", "b/y"), replay="blocked", reason="step 3: refused", declared="the code is stricter")
+    assert known.finding is None and known.line().startswith("known     edge a/x -> b/y")
+    # The code follows the model now: the declaration is stale, and says so.
+    stale = EdgeRun(("a/x", "b/y"), replay="held", declared="the code is stricter")
+    assert stale.finding is not None and "drop the entry" in stale.finding
+    # A rejected trace is a finding whatever is declared.
+    rejected = EdgeRun(("a/x", "b/y"), replay="blocked", declared="why", rejected={"t.ndjson": "rejected at 2"})
+    assert rejected.finding is not None and rejected.finding.startswith("trace rejected")
+    assert known_differences("s", {"edges": {"known": {"a/x -> b/y": "why"}}}) == {"a/x -> b/y": "why"}
+    for bad in ({"a/x -> b/y": ""}, ["a/x -> b/y"], {"a/x -> b/y": 3}):
+        with pytest.raises(EdgeError, match="known must map an edge"):
+            known_differences("s", {"edges": {"known": bad}})
 
 
 def test_the_engine_projection_names_each_logged_step_and_admits_no_overlapping_runs() -> None:
@@ -139,11 +161,12 @@ def test_the_engine_s_edges_are_replayed_on_its_smaller_edge_model(tmp_path: Pat
 
     cov, runs = run_edges(ROOT, "engine", base_model(ROOT, "engine"), tmp_path, store="memory://",
                           tlc=Tlc.locate(), validate=trace_validator(ROOT), accepted=[])
-    assert cov.states == 42962 and len(cov.projected) == 215 and len(cov.covered) >= 203, cov.summary()
+    assert cov.states == 52690 and len(cov.projected) == 201 and len(cov.covered) >= 193, cov.summary()
     # A lapsed lease is a logged stall window, and no behaviour runs a workflow twice at once:
-    # no trace of the designed engine is rejected; what it cannot follow is a finding.
-    findings = [r.finding for r in runs if r.finding is not None]
-    assert findings and all(f.startswith("the model can, the code cannot") for f in findings), findings
+    # no trace of the designed engine is rejected; what it cannot follow is declared known.
+    assert [r.finding for r in runs if r.finding is not None] == []
+    known = [r.difference for r in runs if r.declared is not None]
+    assert known and all(d is not None and d.startswith("the model can, the code cannot") for d in known), known
 
 
 @pytest.mark.tlc
