@@ -15,6 +15,7 @@ MODELS=(
   pr12_regression terminal_overwritten start_retry_unrecovered start_retry_stranded_forever
   inmem_start_late_copy inmem_start_awaits_unguarded
   lease_faults lease_faults_aba lease_faults_rerun_on_new_row run_end_saves_over_signal lease_faults_failed_run_stranded
+  signal_other_node_start_unanswered
   inmem_start inmem_start_seed_renewal inmem_start_overlap signal_failure
   timer_arming_crash timer_arming_store_error clock_past_window
   close_without_waiting heartbeat_off no_owner_check nonatomic_renew_lag nonatomic_renew_stall

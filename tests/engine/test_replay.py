@@ -71,6 +71,7 @@ EXPECTED = {
     "lease_faults": ("reproduced", None),
     "lease_faults_rerun_on_new_row": ("reproduced", None),
     "lease_faults_failed_run_stranded": ("reproduced", None),
+    "signal_other_node_start_unanswered": ("reproduced", None),
     "inmem_start_overlap": ("reproduced", None),
     "signal_failure": ("reproduced", None),
     # No equivalent in the engine.
