@@ -18,7 +18,7 @@ MODELS=(
   signal_other_node_start_unanswered
   inmem_start inmem_start_seed_renewal inmem_start_overlap signal_failure
   timer_arming_crash timer_arming_store_error clock_past_window
-  close_without_waiting heartbeat_off no_owner_check nonatomic_renew_lag nonatomic_renew_stall
+  duplicate_start close_without_waiting heartbeat_off no_owner_check nonatomic_renew_lag nonatomic_renew_stall
   permit_unbounded stop_renew_past_max_processing no_reclaim ack_failure_leaks no_fallback
   permit_for_message_life lagging_claims_back never_reclaim_first type_unpaid_fault
   cancel_ignores_guard crash_uncooperative_remote no_attempt_guard no_attempt_guard_overlap no_terminal_check

@@ -24,7 +24,7 @@ OfferFresh(e) ==
     /\ status[e] = "gone" /\ ~Remembered(e) /\ ~NewReady
     /\ status' = [status EXCEPT ![e] = "new"]
     /\ deliveries' = [deliveries EXCEPT ![e] = 0]
-    /\ UNCHANGED <<owner, idle, consumerVars, polls, faults>>
+    /\ UNCHANGED <<owner, idle, consumerVars, polls, faults, doubled>>
 
 EndlessNext == Next \/ \E e \in Entries : OfferFresh(e)
 
@@ -61,7 +61,7 @@ UnpaidLag(c, e) ==
     /\ lagging' = [lagging EXCEPT ![c] = @ \cup {e}]
     /\ faults' = faults + 1
     /\ UNCHANGED <<storeVars, mode, inbox, active, permits, toAck, toRelease, stalled, leaked,
-                   lost, checked, elapsed, polls>>
+                   lost, checked, elapsed, polls, doubled>>
 
 NextWithUnpaidLag == Next \/ \E c \in Consumers : \E e \in Entries : UnpaidLag(c, e)
 

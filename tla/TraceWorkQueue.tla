@@ -301,7 +301,7 @@ ReclaimOnServerStamp(c, e) ==
     /\ Polling(c) /\ FreePermit(c)
     /\ Deliver(c, e)
     /\ UNCHANGED <<status, mode, active, toAck, toRelease, lagging, stalled, leaked, lost,
-                   checked, elapsed, faults>>
+                   checked, elapsed, faults, doubled>>
 
 IsReclaim ==
     /\ Logged("reclaim")
@@ -373,7 +373,7 @@ EntryPastModel ==
 FaultLine(k) == /\ l < Lines /\ E.op = k /\ E.now = clock /\ E.node \in Consumers
                 /\ E.node \notin stopped
 NoEntry == UNCHANGED <<ids, stamp, polled, used, stopped>>
-KeepQueue == UNCHANGED <<storeVars, consumerVars, faults>>
+KeepQueue == UNCHANGED <<storeVars, consumerVars, faults, doubled>>
 
 \* A window opens (injected: a simulation or a test makes the heartbeat lag, or the process
 \* pause) or closes; one open twice, or closed unopened, is rejected naming fault_window.
@@ -475,7 +475,8 @@ TraceTick ==
                           IF e \in active[c] THEN Min(elapsed[c][e] + Gap, MaxProc) ELSE 0]]
     /\ clock' = E.now
     /\ UNCHANGED <<status, owner, deliveries, mode, inbox, active, permits, toAck, toRelease,
-                   lagging, stalled, leaked, lost, checked, faults, t, l, ids, stamp, faultVars>>
+                   lagging, stalled, leaked, lost, checked, faults, t, l, ids, stamp, faultVars,
+                   doubled>>
 
 \* When entry e reaches VT in the jump: the lapse a fault line must excuse happens then.
 LapseAt(e) == clock + (VT - idle[e])

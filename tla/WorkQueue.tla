@@ -49,7 +49,10 @@ CONSTANTS
     CloseWaitsForHandlers,    \* close keeps renewing until running handlers return
     PermitCheck,              \* a poll takes work only with a free permit (impl permit_bound)
     ReclaimTurn,              \* one poll in PollRatio + 1 tries XAUTOCLAIM first
-    PollFallback              \* a poll whose first source is empty tries the other one
+    PollFallback,             \* a poll whose first source is empty tries the other one
+    DropDuplicateStart        \* the executor drops a hand-off of an entry this consumer already
+                              \* runs (impl/workqueue/node.py; off: a calibration only, the entry
+                              \* runs twice on one consumer: NoDuplicateStart)
 
 \* Faults: which hidden failures may happen (each costs one of MaxFaults).
 CONSTANTS
@@ -112,7 +115,11 @@ consumerVars == <<mode, inbox, active, permits, toAck, toRelease, lagging, stall
 VARIABLE polls   \* [Consumers -> 0..PollRatio]
 
 VARIABLE faults  \* faults injected so far
-vars == <<storeVars, consumerVars, polls, faults>>
+
+\* History: some consumer started an entry it was already running (`active[c]` is a set, so the
+\* second invocation would not show in it). Only NoDuplicateStart reads it.
+VARIABLE doubled
+vars == <<storeVars, consumerVars, polls, faults, doubled>>
 
 \* The seed's ratio of new-first to reclaim-first polls (its default, and the impl's).
 PollRatio == 3
@@ -129,6 +136,7 @@ TypeOK ==
     /\ elapsed \in [Consumers -> [Entries -> 0..MaxProc]]
     /\ polls \in [Consumers -> 0..PollRatio]
     /\ faults \in 0..MaxFaults
+    /\ doubled \in BOOLEAN
 
 -----------------------------------------------------------------------------
 Min(a, b) == IF a < b THEN a ELSE b
@@ -193,12 +201,13 @@ Init ==
     /\ elapsed = [c \in Consumers |-> [e \in Entries |-> 0]]
     /\ polls = [c \in Consumers |-> 0]
     /\ faults = 0
+    /\ doubled = FALSE
 
 \* offer: XADD (impl/workqueue/queue.py offer)
 Offer(e) ==
     /\ status[e] = "unsent"
     /\ status' = [status EXCEPT ![e] = "new"]
-    /\ UNCHANGED <<owner, idle, deliveries, consumerVars, faults>>
+    /\ UNCHANGED <<owner, idle, deliveries, consumerVars, faults, doubled>>
 
 \* Delivery of one entry to c (XREADGROUP > or XAUTOCLAIM): the poll first takes a permit.
 Deliver(c, e) ==
@@ -223,7 +232,7 @@ ReceiveNew(c, e) ==
     /\ status' = [status EXCEPT ![e] = "pending"]
     /\ Deliver(c, e)
     /\ UNCHANGED <<mode, active, toAck, toRelease, lagging, stalled, leaked, lost, checked,
-                   elapsed, faults>>
+                   elapsed, faults, doubled>>
 
 \* reclaim: XAUTOCLAIM queue g c VT cursor COUNT 1 (an entry idle for VT changes owner)
 Reclaim(c, e) ==
@@ -231,7 +240,7 @@ Reclaim(c, e) ==
     /\ Reclaimable(c, e)
     /\ Deliver(c, e)
     /\ UNCHANGED <<status, mode, active, toAck, toRelease, lagging, stalled, leaked, lost,
-                   checked, elapsed, faults>>
+                   checked, elapsed, faults, doubled>>
 
 \* invoke_start: the executor runs the handler (outcome started), drops an entry this node
 \* already runs (duplicate_dropped, a self-reclaim after heartbeat lag), or rejects it
@@ -241,12 +250,14 @@ InvokeStart(c, e) ==
     /\ Up(c) /\ e \in inbox[c]
     /\ inbox' = [inbox EXCEPT ![c] = @ \ {e}]
     /\ stalled' = [stalled EXCEPT ![c] = @ \ {e}]
-    /\ \/ /\ e \in Renewing(c)                                 \* duplicate_dropped
-          /\ UNCHANGED <<active, lagging, elapsed, faults>>
+    /\ \/ /\ e \in Renewing(c) /\ DropDuplicateStart           \* duplicate_dropped
+          /\ UNCHANGED <<active, lagging, elapsed, faults, doubled>>
        \/ /\ e \notin Renewing(c) /\ CanFault(RejectFault)       \* rejected
           /\ faults' = faults + 1
-          /\ UNCHANGED <<active, lagging, elapsed>>
-       \/ /\ e \notin Renewing(c)                                \* started
+          /\ UNCHANGED <<active, lagging, elapsed, doubled>>
+       \/ /\ e \notin Renewing(c) \/ ~DropDuplicateStart          \* started
+          \* history: a start of an entry this consumer already runs (NoDuplicateStart)
+          /\ doubled' = (doubled \/ e \in active[c])
           /\ active' = [active EXCEPT ![c] = @ \cup {e}]
           /\ elapsed' = [elapsed EXCEPT ![c][e] = 0]
           /\ lagging' = [lagging EXCEPT ![c] =
@@ -271,7 +282,7 @@ InvokeEnd(c, e, r) ==
          ELSE /\ toRelease' = [toRelease EXCEPT ![c] = @ \cup {e}]
               /\ UNCHANGED toAck
     /\ permits' = [permits EXCEPT ![c] = PermitsAfter(c, inbox[c], active'[c])]
-    /\ UNCHANGED <<storeVars, mode, inbox, stalled, leaked, checked, faults>>
+    /\ UNCHANGED <<storeVars, mode, inbox, stalled, leaked, checked, faults, doubled>>
 
 \* renew (the heartbeat, one Lua script): XPENDING for the entry and, only if we still own
 \* it, XCLAIM queue g c 0 id JUSTID. Without the owner check it claims regardless.
@@ -283,10 +294,10 @@ Renew(c, e) ==
               /\ idle' = [idle EXCEPT ![e] = 0]
               /\ UNCHANGED lost
          ELSE /\ lost' = [lost EXCEPT ![c] = @ \cup {e}]             \* refused
-              /\ UNCHANGED <<owner, idle>>
+              /\ UNCHANGED <<owner, idle, doubled>>
     /\ lagging' = [lagging EXCEPT ![c] = @ \ {e}]
     /\ UNCHANGED <<status, deliveries, mode, inbox, active, permits, toAck, toRelease, stalled,
-                   leaked, checked, elapsed, faults>>
+                   leaked, checked, elapsed, faults, doubled>>
 
 \* The later design's non-atomic renewal, step one: XPENDING reads the owner.
 RenewCheck(c, e) ==
@@ -295,12 +306,12 @@ RenewCheck(c, e) ==
     /\ Heartbeats(c, e)
     /\ IF status[e] = "pending" /\ owner[e] = c
          THEN /\ checked' = [checked EXCEPT ![c] = @ \cup {e}]
-              /\ UNCHANGED <<lost, lagging>>
+              /\ UNCHANGED <<lost, lagging, doubled>>
          ELSE /\ lost' = [lost EXCEPT ![c] = @ \cup {e}]
               /\ lagging' = [lagging EXCEPT ![c] = @ \ {e}]
               /\ UNCHANGED checked
     /\ UNCHANGED <<storeVars, mode, inbox, active, permits, toAck, toRelease, stalled, leaked,
-                   elapsed, faults>>
+                   elapsed, faults, doubled>>
 
 \* ... step two: XCLAIM 0 JUSTID, whatever happened since the check.
 RenewClaim(c, e) ==
@@ -312,10 +323,10 @@ RenewClaim(c, e) ==
               /\ idle' = [idle EXCEPT ![e] = 0]
               /\ UNCHANGED lost
          ELSE /\ lost' = [lost EXCEPT ![c] = @ \cup {e}]
-              /\ UNCHANGED <<owner, idle>>
+              /\ UNCHANGED <<owner, idle, doubled>>
     /\ lagging' = [lagging EXCEPT ![c] = @ \ {e}]
     /\ UNCHANGED <<status, deliveries, mode, inbox, active, permits, toAck, toRelease, stalled,
-                   leaked, elapsed, faults>>
+                   leaked, elapsed, faults, doubled>>
 
 \* ack: MULTI XACK XDEL EXEC (XACK does not look at the owner). An ack that fails
 \* leaves the entry pending, to be redelivered after VT and acked then.
@@ -328,9 +339,9 @@ Ack(c, e) ==
           /\ idle' = [idle EXCEPT ![e] = 0]
           /\ permits' = [d \in Consumers |->
                             IF InvocationScopedPermits THEN permits[d] ELSE permits[d] \ {e}]
-          /\ UNCHANGED <<leaked, faults>>
+          /\ UNCHANGED <<leaked, faults, doubled>>
        \/ /\ status[e] = "gone"                                      \* acked (no-op)
-          /\ UNCHANGED <<status, owner, idle, permits, leaked, faults>>
+          /\ UNCHANGED <<status, owner, idle, permits, leaked, faults, doubled>>
        \* failed: the connection drops, whether or not the entry is still pending (a stale
        \* consumer acks an entry a peer took over and acked: found by the seeded simulations)
        \/ /\ status[e] \in {"pending", "gone"} /\ CanFault(AckFailFault)
@@ -338,12 +349,12 @@ Ack(c, e) ==
           \* The old code cleaned up only after a successful ack: the call's record (and its
           \* permit) leaked, renewed by the heartbeat forever, its redeliveries dropped.
           /\ IF CleanupOnAckFailure
-               THEN UNCHANGED <<leaked, permits>>
+               THEN UNCHANGED <<leaked, permits, doubled>>
                ELSE /\ leaked' = [leaked EXCEPT ![c] = @ \cup {e}]
                     /\ permits' = [permits EXCEPT ![c] = @ \cup {e}]
-          /\ UNCHANGED <<status, owner, idle>>
+          /\ UNCHANGED <<status, owner, idle, doubled>>
     /\ UNCHANGED <<deliveries, mode, inbox, active, toRelease, lagging, stalled, lost, checked,
-                   elapsed>>
+                   elapsed, doubled>>
 
 \* release: touch a not-done entry once (XCLAIM 0 JUSTID, owner-checked like renewal), so
 \* that it comes back a whole VT later.
@@ -353,9 +364,9 @@ Release(c, e) ==
     /\ IF status[e] = "pending" /\ (owner[e] = c \/ ~RenewOwnerCheck)
          THEN /\ idle' = [idle EXCEPT ![e] = 0]                     \* touched
               /\ owner' = [owner EXCEPT ![e] = c]
-         ELSE UNCHANGED <<idle, owner>>                              \* refused
+         ELSE UNCHANGED <<idle, owner, doubled>>                              \* refused
     /\ UNCHANGED <<status, deliveries, mode, inbox, active, permits, toAck, lagging, stalled,
-                   leaked, lost, checked, elapsed, faults>>
+                   leaked, lost, checked, elapsed, faults, doubled>>
 
 -----------------------------------------------------------------------------
 (* Hidden actions: no trace line.                                          *)
@@ -370,7 +381,7 @@ Tick ==
                           IF e \in active[c] THEN Min(elapsed[c][e] + 1, MaxProc) ELSE 0]]
     /\ <<idle', elapsed'>> /= <<idle, elapsed>>
     /\ UNCHANGED <<status, owner, deliveries, mode, inbox, active, permits, toAck, toRelease,
-                   lagging, stalled, leaked, lost, checked, faults>>
+                   lagging, stalled, leaked, lost, checked, faults, doubled>>
 
 \* A consumer process dies: its hand-offs and calls vanish, its PEL entries stay (owned by
 \* it) until a peer reclaims them. Some peer keeps running.
@@ -391,7 +402,7 @@ Crash(c) ==
     /\ checked' = [checked EXCEPT ![c] = {}]
     /\ elapsed' = [elapsed EXCEPT ![c] = [e \in Entries |-> 0]]
     /\ faults' = faults + 1
-    /\ UNCHANGED storeVars
+    /\ UNCHANGED <<storeVars, doubled>>
 
 \* A pause (GC, VM freeze) longer than VT: every lease c keeps may lapse unnoticed.
 Pause(c) ==
@@ -402,13 +413,13 @@ Pause(c) ==
     /\ stalled' = [stalled EXCEPT ![c] = inbox[c]]
     /\ faults' = faults + 1
     /\ UNCHANGED <<storeVars, inbox, active, permits, toAck, toRelease, leaked, lost, checked,
-                   elapsed>>
+                   elapsed, doubled>>
 
 Resume(c) ==
     /\ mode[c] = "paused"
     /\ mode' = [mode EXCEPT ![c] = "running"]
     /\ UNCHANGED <<storeVars, inbox, active, permits, toAck, toRelease, lagging, stalled,
-                   leaked, lost, checked, elapsed, faults>>
+                   leaked, lost, checked, elapsed, faults, doubled>>
 
 \* The heartbeat of one invocation runs late (a slow Redis call, a starved thread).
 HeartbeatLag(c, e) ==
@@ -417,7 +428,7 @@ HeartbeatLag(c, e) ==
     /\ lagging' = [lagging EXCEPT ![c] = @ \cup {e}]
     /\ faults' = faults + 1
     /\ UNCHANGED <<storeVars, mode, inbox, active, permits, toAck, toRelease, stalled, leaked,
-                   lost, checked, elapsed>>
+                   lost, checked, elapsed, doubled>>
 
 \* close(): stop polling, keep heartbeating running calls until they end (close never makes
 \* an entry reclaimable while its handler executes). Some peer keeps running.
@@ -428,7 +439,7 @@ Close(c) ==
     /\ mode' = [mode EXCEPT ![c] = "closing"]
     /\ faults' = faults + 1
     /\ UNCHANGED <<storeVars, inbox, active, permits, toAck, toRelease, lagging, stalled,
-                   leaked, lost, checked, elapsed>>
+                   leaked, lost, checked, elapsed, doubled>>
 
 -----------------------------------------------------------------------------
 \* poll (impl/workqueue/node.py poll): one permit-holding poll of c's loop. Out of every
@@ -464,7 +475,7 @@ FallbackPoll(c) ==
        /\ TakeRetry(c) /\ Turn(c, 0)
     \/ /\ polls[c] > 0 /\ ~NewReady /\ ~RetryReady(c)                   \* an empty poll
        /\ Turn(c, 0)
-       /\ UNCHANGED <<storeVars, consumerVars, faults>>
+       /\ UNCHANGED <<storeVars, consumerVars, faults, doubled>>
 
 \* No fallback: the poll serves its turn's source only, and waits there.
 WaitingPoll(c) ==
@@ -519,6 +530,10 @@ Spec == Init /\ [][Next]_vars /\ Fairness
 (* Properties.                                                              *)
 
 \* No two invocations of one entry at once while each holds its lease.
+\* No consumer starts an entry it is already running: its executor drops such a hand-off
+\* (duplicate_dropped). `active[c]` is a set, so the history `doubled` says what it cannot.
+NoDuplicateStart == ~doubled
+
 NoOverlappingInvocations ==
     \A e \in Entries : \A c, d \in Consumers : c /= d => ~(Holds(c, e) /\ Holds(d, e))
 

@@ -21,7 +21,7 @@ from conformance.replay.map import Schedule, Step, UnreadableCounterexample
 # The gates of WorkQueue.tla that are guards; the *Fault gates choose which faults may happen.
 GUARDS = ("RenewOwnerCheck", "RenewPastMaxProc", "InvocationScopedPermits", "AtomicRenew", "HeartbeatOn",
           "CleanupOnAckFailure", "ReclaimRetries", "CloseWaitsForHandlers", "PermitCheck", "ReclaimTurn",
-          "PollFallback")
+          "PollFallback", "DropDuplicateStart")
 # The numbers and sets a schedule names, and the model constants that give them (WorkQueue
 # declares VTTicks, EntryIds, ... and defines VT, Entries, ... as them).
 _NUMBERS = {"VT": "VTTicks", "MaxProc": "MaxProcTicks", "MaxDeliveries": "MaxDeliveries", "MaxFaults": "MaxFaults",

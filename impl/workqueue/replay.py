@@ -57,6 +57,7 @@ GATES = {
 NO_GATE = {
     "ReclaimTurn": "the poll order is impl/workqueue/core.py Fairness (one reclaim-first poll in ratio + 1)",
     "PollFallback": "a poll always falls back to the other source (node.py poll)",
+    "DropDuplicateStart": "the executor always drops a hand-off of an entry this node already runs (node.py)",
 }
 UNMAPPED = {
     "UnpaidLag": "a fault the model's budget never paid for is a model-checking device (TypeOK's calibration)",

@@ -37,6 +37,9 @@ EXPECTED = {
     "permit_for_message_life": ("reproduced", "blocked", None),
     # PollFallback has no queue gate (a poll always falls back): blocked both ways.
     "no_fallback": ("blocked", "blocked", None),
+    # DropDuplicateStart has no queue gate: the node drops its own reclaim at the poll (logged
+    # as duplicate_dropped), so the model's second start never runs; it holds both ways.
+    "duplicate_start": ("held", "held", None),
     # The model puts c1's own reclaim between its call's end and the ack; the replay holds the
     # call there (QueueNode's between_end_and_settle hook), but the call's permit comes back only
     # after the ack, where the model gives it back at InvokeEnd: the model can, the code cannot.
