@@ -57,6 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--json", action="store_true", help="print the matrix as JSON")
     p.add_argument("--spec", action="store_true",
                    help="mutate the TLA+ specs (mutants/specs/) and check each mutant with the catalogue's models")
+    p.add_argument("--first-kill", action="store_true",
+                   help="with --spec: run each mutant's models fastest first and stop at the first that kills it "
+                        "(the later models show -); a survivor still runs every model")
     p.add_argument("--compare", type=Path, metavar="EARLIER.json",
                    help="an earlier run's --json: list the cells whose verdict differs, and fail if any does")
     p.set_defaults(func=run)
@@ -114,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
                 from conformance.mutate.spec_run import run_spec_matrix
 
                 cat = catalogues[s] if not wanted else _only_models(catalogues[s], checks)
-                rows += run_spec_matrix(cat, selected[s], scratch, tlc, jobs=args.jobs,
+                rows += run_spec_matrix(cat, selected[s], scratch, tlc, jobs=args.jobs, first_kill=args.first_kill,
                                         progress=lambda line: print(line, file=sys.stderr, flush=True))
             else:
                 rows += run_matrix(catalogues[s], selected[s], checks, scratch, jobs=args.jobs,

@@ -94,8 +94,11 @@ def budget(model: Model, baseline_s: float) -> Model:
 
 
 def spec_row(cat: SpecCatalogue, m: Mutant, scratch: Scratch, tlc: Tlc, broken: dict[str, str],
-             states: dict[str, int | None], seconds: dict[str, float]) -> Row:
-    """Every model of the catalogue on one mutant (in --quick, the models it names)."""
+             states: dict[str, int | None], seconds: dict[str, float], *, first_kill: bool = False) -> Row:
+    """Every model of the catalogue on one mutant (in --quick, the models it names).
+
+    With `first_kill`, the models run fastest first (by their baseline seconds) and the row
+    stops at the first kill: the models after it have no cell (the matrix shows `-`)."""
     row = Row(cat.system, m.name, m.bug_class)
     names = columns(cat, m)
     row.expected = tuple(names) if cat.quick_subset else ()
@@ -104,7 +107,8 @@ def spec_row(cat: SpecCatalogue, m: Mutant, scratch: Scratch, tlc: Tlc, broken: 
         return row
     try:
         models = _load(tree, names)
-        for name in names:
+        order = sorted(names, key=lambda n: seconds.get(n, 0.0)) if first_kill else names
+        for name in order:
             if name in broken:
                 row.cells[name] = Cell(ERROR, detail=broken[name])
                 continue
@@ -112,6 +116,8 @@ def spec_row(cat: SpecCatalogue, m: Mutant, scratch: Scratch, tlc: Tlc, broken: 
             model = budget(models[name], seconds.get(name, 0.0))
             cell = spec_cell(model, check_model(model, tlc), states.get(name))
             row.cells[name] = Cell(cell.verdict, cell.seconds or time.monotonic() - started, cell.detail)
+            if first_kill and cell.verdict == KILLED:
+                break
     except LeaseproofError as exc:
         row.cells = {c: Cell(ERROR, detail=str(exc)[:300]) for c in names}
     finally:
@@ -120,15 +126,18 @@ def spec_row(cat: SpecCatalogue, m: Mutant, scratch: Scratch, tlc: Tlc, broken: 
 
 
 def run_spec_matrix(cat: SpecCatalogue, mutants: list[Mutant], scratch: Scratch, tlc: Tlc, *, jobs: int = 1,
-                    progress: Progress | None = None) -> list[Row]:
-    """The rows of `mutants`, in catalogue order, `jobs` mutants at a time."""
+                    progress: Progress | None = None, first_kill: bool = False) -> list[Row]:
+    """The rows of `mutants`, in catalogue order, `jobs` mutants at a time (`first_kill`: see
+    `spec_row`; ignored in --quick, where each named model must kill)."""
+    first_kill = first_kill and not cat.quick_subset
     needed = [c for c in cat.models if any(c in columns(cat, m) for m in mutants if m.equivalent is None)]
     broken, states, seconds = spec_baseline(cat, needed, scratch, tlc) if needed else ({}, {}, {})
     for name, why in broken.items():
         if progress:
             progress(f"{cat.system}: model {name}: {why}")
-    return each_row(cat.system, mutants, lambda m: spec_row(cat, m, scratch, tlc, broken, states, seconds), jobs=jobs,
-                    progress=progress, said=caught_by)
+    return each_row(cat.system, mutants,
+                    lambda m: spec_row(cat, m, scratch, tlc, broken, states, seconds, first_kill=first_kill),
+                    jobs=jobs, progress=progress, said=caught_by)
 
 
 def caught_by(row: Row) -> str:

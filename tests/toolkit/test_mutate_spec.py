@@ -214,3 +214,23 @@ def test_a_model_that_fails_on_the_unmutated_spec_makes_its_cells_errors(tmp_pat
     (cell,) = [m["cells"]["passing"] for m in doc["mutants"]]
     assert cell["verdict"] == "error" and "fails on the unmutated spec" in cell["detail"], cell
     assert proc.returncode == 1 and doc["errors"]
+
+
+@pytest.mark.tlc
+def test_first_kill_stops_a_killed_mutants_row_and_runs_a_survivor_on_every_model(tmp_path: Path) -> None:
+    # Two copies of `passing`: runs_past_limit is killed by the first to run and the second has
+    # no cell; forgets_who survives, so it runs on both (a survivor is proven on every model).
+    catalogue = ("system: counter\nmodels: [passing, passing_again]\n" + MUTANT +
+                 "  - {name: forgets_who, module: Counter, find: \"/\\\\ seen' = [seen EXCEPT ![n] = x + 1]\","
+                 " replace: '/\\ UNCHANGED seen', class: a change dropped, breaks: the step is not recorded}\n")
+    project = _user_project(tmp_path, catalogue)
+    models = project / "models"
+    (models / "passing_again.yaml").write_text((models / "passing.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "mutate", "--spec", "--first-kill", "--root",
+                           str(project), "--json"], capture_output=True, text=True, timeout=600, cwd=project)
+    doc = json.loads(proc.stdout)
+    cells = {m["mutant"]: m["cells"] for m in doc["mutants"]}
+    assert [c["verdict"] for c in cells["runs_past_limit"].values()] == ["killed"], cells
+    assert sorted(cells["forgets_who"]) == ["passing", "passing_again"], cells
+    assert all(c["verdict"] == "survived" for c in cells["forgets_who"].values()), cells
+    assert proc.returncode == 1 and doc["survivors"] == ["counter/forgets_who"]
