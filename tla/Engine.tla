@@ -595,16 +595,20 @@ ArmTimer(n, w, s) ==
     /\ UNCHANGED <<instance, task, clock, queue, starter, signaller, sigRead, budget, waitsOn,
                    hist>>
 
-\* fetch_timer: a worker leases the due TIMER row, as Fetch a task row.
-FetchTimer(n, w) ==
-    /\ timer[w].row.status \in LiveTask
-    /\ timer[w].row.run_after <= clock
+\* n leases w's TIMER row (the writes of fetch_timer, without its due check).
+LeaseTimer(n, w) ==
     /\ timer' = [timer EXCEPT ![w].row = [@ EXCEPT !.status = "RUNNING",
                                                   !.run_after = clock + Lease,
                                                   !.version = @ + 1, !.retry_count = @ + 1],
                              ![w].heldBy = {n}]
     /\ UNCHANGED <<instance, task, clock, queue, work, starter, signaller, sigRead, budget,
                    waitsOn, hist>>
+
+\* fetch_timer: a worker leases the due TIMER row, as Fetch a task row.
+FetchTimer(n, w) ==
+    /\ timer[w].row.status \in LiveTask
+    /\ timer[w].row.run_after <= clock
+    /\ LeaseTimer(n, w)
 
 \* fire_timer: the leased timer fires: it is marked fired, the workflow's execution is
 \* scheduled (due now, honouring leases, as a signal's schedule) and the TIMER row removed, in
@@ -870,11 +874,19 @@ TerminalIsStable ==
 \* (a run on its node completes or fails the workflow), a polling one from the store (its
 \* poll reads a terminal instance: no step of its own, since a terminal instance stays so).
 \* A caller whose node crashed is gone, not answered (see Crash).
+\* Before that, a call gets through its own writes: a start creates and schedules (or finds the
+\* instance there, or fails: CallerFails), a signal sent to a started workflow reads, updates
+\* (again after a conflict) and schedules (or finds it finished, or fails: SignalFails).  A
+\* signal that never reads, or reads and never updates, leaves its caller in the call forever.
 Waits(phase) == phase \in {"awaiting", "polling"}
 Answered(phase, w) ==
     phase \in AnswerPhases \/ (phase = "polling" /\ instance[w].status \in Terminal)
+Starting(phase) == phase \in {"idle", "created", "recovering"}
+Sending(phase) == phase \in {"idle", "read", "updated"}
 CallersAnswered ==
     \A n \in Nodes, w \in Workflows :
+        /\ Starting(starter[n][w]) ~> ~Starting(starter[n][w])
+        /\ Sending(signaller[n][w]) /\ instance[w].status # "ABSENT" ~> ~Sending(signaller[n][w])
         /\ Waits(starter[n][w]) ~> Answered(starter[n][w], w)
         /\ Waits(signaller[n][w]) ~> Answered(signaller[n][w], w)
 
@@ -890,6 +902,13 @@ NoLostUpdate == ~hist.lost
 \* writes, and this is what it is for.  With ContinueVersions off, a row removed and inserted
 \* again reaches a stale holder's version again (lease_faults_aba).
 LeaseFenced == ~hist.stale
+
+\* A timer does not fire early: its TIMER row is leased (to be fired) only once it is due, as
+\* a task row's lease only once its run_after has passed (an action property).
+TimerOnTime ==
+    [][\A w \in Workflows :
+         timer'[w].row.status = "RUNNING" /\ timer'[w].row.version # timer[w].row.version
+             => timer[w].row.run_after <= clock]_vars
 
 \* Every started workflow reaches a terminal state.
 EventuallyDone ==

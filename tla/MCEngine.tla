@@ -25,6 +25,15 @@ TickPastWindow ==
                    hist>>
 NextPastWindow == Next \/ TickPastWindow
 
+\* TimerOnTime's calibration (timer_fetched_early): Next plus a fetch of a TIMER row before it
+\* is due, the bug of a due check that compares the wrong way or not at all.
+FetchTimerEarly ==
+    \E n \in Nodes, w \in Workflows :
+        /\ timer[w].row.status \in LiveTask
+        /\ timer[w].row.run_after > clock
+        /\ LeaseTimer(n, w)
+NextTimerEarly == Next \/ FetchTimerEarly
+
 \* Reachability witnesses: each must be violated by the model that lists it, which shows
 \* that the model reaches the path its verdict is about (a guard against a vacuous ok).
 NeverCompletedInv == \A w \in Workflows : instance[w].status # "COMPLETED"
