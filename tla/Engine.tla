@@ -501,15 +501,20 @@ SlotFree(n, s) == \A v \in Workflows : work[n][v][s].phase = "none"
 LeaseKept(w, it) ==
     task[w].status \in LiveTask /\ task[w].run_after = it.lease /\ it.lease > clock
 
+\* n's worker slot s takes w's queued copy and the handler reads the instance; `bound` says
+\* whether the run holds its lease.
+TakeCopy(n, w, s, bound) ==
+    /\ work' = [work EXCEPT ![n][w][s] = [queue[n][w] EXCEPT !.phase = "running",
+                                        !.snap = instance[w].version,
+                                        !.base = hist.writes[w],
+                                        !.bound = bound]]
+    /\ queue' = [queue EXCEPT ![n][w] = NoItem]
+    /\ UNCHANGED <<instance, task, clock, starter, signaller, budget, sigRead, hist>>
+
 RunStart(n, w, s) ==
     \/ /\ SlotFree(n, s)
        /\ queue[n][w].phase = "queued"
-       /\ work' = [work EXCEPT ![n][w][s] = [queue[n][w] EXCEPT !.phase = "running",
-                                           !.snap = instance[w].version,
-                                           !.base = hist.writes[w],
-                                           !.bound = @ \/ LeaseKept(w, queue[n][w])]]
-       /\ queue' = [queue EXCEPT ![n][w] = NoItem]
-       /\ UNCHANGED <<instance, task, clock, starter, signaller, budget, sigRead, hist>>
+       /\ TakeCopy(n, w, s, queue[n][w].bound \/ LeaseKept(w, queue[n][w]))
     \/ /\ work[n][w][s].phase = "rerun"
        /\ work' = [work EXCEPT ![n][w][s].phase = "running", ![n][w][s].snap = instance[w].version,
                                ![n][w][s].base = hist.writes[w], ![n][w][s].result = "none"]
@@ -837,6 +842,15 @@ Running(n, w, s) == work[n][w][s].phase = "running"
 NoOverlappingRuns ==
     \A w \in Workflows : \A n, m \in Nodes, s, r \in Slots :
         Running(n, w, s) /\ Running(m, w, r) => <<n, s>> = <<m, r>>
+
+\* Where a lease can lapse (OutliveLease, EarlyExpiry, a lost renewal), runs may overlap, and
+\* the versions fence the stale one's writes (LeaseFenced).  But an overlap needs that lapse:
+\* two runs of one workflow overlap only where one of them runs unbound.  A run that starts
+\* bound on a lease ending this very tick would share the row with the next fetch.
+OverlapNeedsLapse ==
+    \A w \in Workflows : \A n, m \in Nodes, s, r \in Slots :
+        Running(n, w, s) /\ Running(m, w, r) /\ <<n, s>> # <<m, r>>
+            => ~work[n][w][s].bound \/ ~work[m][w][r].bound
 
 \* A RUNNING workflow always has something that will drive it: a live row, a queued task
 \* or a run in progress on some node, a caller between its two writes, or a signal between

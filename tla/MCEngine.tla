@@ -34,6 +34,18 @@ FetchTimerEarly ==
         /\ LeaseTimer(n, w)
 NextTimerEarly == Next \/ FetchTimerEarly
 
+\* OverlapNeedsLapse's calibration (copy_bound_at_lease_end): Next plus a take that counts a
+\* lapsed copy whose lease ends this very tick as still held (LeaseKept's `>` made `>=`).
+TakeAtLeaseEnd ==
+    \E n \in Nodes, w \in Workflows, s \in Slots :
+        /\ SlotFree(n, s)
+        /\ queue[n][w].phase = "queued" /\ ~queue[n][w].bound
+        /\ task[w].status \in LiveTask /\ task[w].run_after = queue[n][w].lease
+        /\ queue[n][w].lease = clock
+        /\ TakeCopy(n, w, s, TRUE)
+        /\ UNCHANGED timerVars
+NextTakeAtLeaseEnd == Next \/ TakeAtLeaseEnd
+
 \* Reachability witnesses: each must be violated by the model that lists it, which shows
 \* that the model reaches the path its verdict is about (a guard against a vacuous ok).
 NeverCompletedInv == \A w \in Workflows : instance[w].status # "COMPLETED"
