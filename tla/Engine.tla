@@ -688,12 +688,8 @@ RescheduleRetry(n, w, s) ==
     /\ work' = [work EXCEPT ![n][w][s] = NoItem]
     /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget, sigRead>>
 
-\* mark_failed: past MaxRetries the row becomes FAILED (dead letter) and, in the same
-\* transaction, a RUNNING instance becomes FAILED; the node fails its callers' futures.
-MarkFailed(n, w, s) ==
-    /\ work[n][w][s].phase = "ended"
-    /\ work[n][w][s].result = "failed"
-    /\ work[n][w][s].retry >= MaxRetries
+\* The writes of mark_failed, without its retry check.
+DeadLetter(n, w, s) ==
     /\ IF FinishOutcome(n, w, s) = "ok"
        THEN /\ task' = [task EXCEPT ![w].status = "FAILED", ![w].version = @ + 1]
             /\ instance' = [instance EXCEPT ![w] =
@@ -709,6 +705,14 @@ MarkFailed(n, w, s) ==
        ELSE UNCHANGED <<task, instance, starter, signaller, hist>>
     /\ work' = [work EXCEPT ![n][w][s] = NoItem]
     /\ UNCHANGED <<clock, queue, budget, sigRead>>
+
+\* mark_failed: past MaxRetries the row becomes FAILED (dead letter) and, in the same
+\* transaction, a RUNNING instance becomes FAILED; the node fails its callers' futures.
+MarkFailed(n, w, s) ==
+    /\ work[n][w][s].phase = "ended"
+    /\ work[n][w][s].result = "failed"
+    /\ work[n][w][s].retry >= MaxRetries
+    /\ DeadLetter(n, w, s)
 
 -----------------------------------------------------------------------------
 (* Hidden steps: time and faults.                                           *)
@@ -923,6 +927,10 @@ TimerOnTime ==
     [][\A w \in Workflows :
          timer'[w].row.status = "RUNNING" /\ timer'[w].row.version # timer[w].row.version
              => timer[w].row.run_after <= clock]_vars
+
+\* A dead letter is earned: a row is marked FAILED only once its retries are spent.
+DeadLetterEarned ==
+    \A w \in Workflows : task[w].status = "FAILED" => task[w].retry_count >= MaxRetries
 
 \* Every started workflow reaches a terminal state.
 EventuallyDone ==

@@ -48,6 +48,17 @@ TakeAtLeaseEnd ==
         /\ UNCHANGED timerVars
 NextTakeAtLeaseEnd == Next \/ TakeAtLeaseEnd
 
+\* DeadLetterEarned's calibration (dead_letter_before_retries): Next plus a mark_failed of a
+\* failed run whose retries are not spent (the bug of a retry check dropped or reversed).
+DeadLetterEarly ==
+    \E n \in Nodes, w \in Workflows, s \in Slots :
+        /\ work[n][w][s].phase = "ended"
+        /\ work[n][w][s].result = "failed"
+        /\ work[n][w][s].retry < MaxRetries
+        /\ DeadLetter(n, w, s)
+        /\ UNCHANGED timerVars
+NextDeadLetterEarly == Next \/ DeadLetterEarly
+
 \* Reachability witnesses: each must be violated by the model that lists it, which shows
 \* that the model reaches the path its verdict is about (a guard against a vacuous ok).
 NeverCompletedInv == \A w \in Workflows : instance[w].status # "COMPLETED"
