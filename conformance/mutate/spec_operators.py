@@ -11,7 +11,8 @@ running to the next line at column 0) and makes one edit inside one of them:
 - `drop_fairness`: one `WF_`/`SF_` conjunct of a definition that holds fairness conditions is
   removed.
 
-An action is a definition whose body primes a variable or calls an action. The edit is a `find`/`replace` pair
+An action is a definition whose body primes a variable or calls an action; a temporal formula
+(`[][...]_vars`, an action property) is a property, left alone as invariants are. The edit is a `find`/`replace` pair
 whose `find` starts at the definition's header, so that it occurs once in the module however
 often the edited line recurs elsewhere. Our specs' layout (bulleted `/\\` lists, one conjunct
 per line or indented continuation lines) is what this reads; a module laid out otherwise
@@ -124,9 +125,16 @@ def _body(text: str, d: _Def) -> str:
     return "".join(_code(ln) for _, ln in _lines(text, d))
 
 
+def _temporal(text: str, d: _Def) -> bool:
+    """Whether d's body is a temporal formula (`[][...]_vars`, an action property such as
+    TimerOnTime): it primes variables, but it is a property the models check, not a step."""
+    return "".join(_code(ln) for ln in text[d.body:d.end].splitlines(keepends=True)).lstrip().startswith("[]")
+
+
 def _actions(text: str, defs: list[_Def]) -> set[str]:
-    """The definitions that prime a variable, or call one that does (Drop == ... /\\ Reset)."""
-    found = {d.name for d in defs if _PRIMED.search(_body(text, d))}
+    """The definitions that prime a variable, or call one that does (Drop == ... /\\ Reset);
+    an action property is none (`_temporal`)."""
+    found = {d.name for d in defs if _PRIMED.search(_body(text, d)) and not _temporal(text, d)}
     while True:
         more = {d.name for d in defs if d.name not in found
                 and any(re.search(rf"\b{re.escape(a)}\b", _body(text, d)) for a in found)}

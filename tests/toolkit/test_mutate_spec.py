@@ -42,6 +42,7 @@ Fair ==
         /\\ WF_vars(Take(w))
         /\\ WF_vars(Drop(w))
 Inv == n <= 3
+Grows == [][n' >= n]_<<owner, n>>
 ====
 """
 
@@ -57,9 +58,12 @@ def test_the_operators_edit_each_action_once_and_leave_properties_alone() -> Non
     assert MODULE.replace(edits["drop_guard_take_2"].find, edits["drop_guard_take_2"].replace).count("n < 3") == 0
     assert "/\\ UNCHANGED owner\n" in edits["drop_change_take_1"].replace
     # A conjunct that calls an action (Reset) is a change, not a guard; the invariant, which no
-    # action names, keeps its comparison; the predicate an action uses does not.
+    # action names, and the action property keep their comparisons; the predicate an action
+    # uses does not.
     assert edits["drop_guard_drop_1"].what == "/\\ owner = w"
     assert "Inv" not in {e.definition for e in edits.values()}
+    # An action property primes variables, but it is a property the models check, not a step.
+    assert "Grows" not in {e.definition for e in edits.values()}
     assert edits["flip_compare_held_1"].replace.endswith("t <= n\n")
 
 
