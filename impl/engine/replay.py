@@ -201,7 +201,9 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", workdir: Pa
     `store` is `memory://` (the twin), `sqlite` (a fresh file with one connection per node) or
     any store URL `open_backend` takes (MariaDB: its tables under `prefix`, dropped afterwards).
     With `trace_dir`, the steps the store committed are written there as traces (one per
-    workflow, not drained: the schedule may end anywhere), however the replay ended.
+    workflow), however the replay ended: a held schedule's traces end where it ends (not
+    drained: the schedule may end anywhere); a blocked one's go on with the nodes drained from
+    the block, so that the trace shows what the code did instead of the model's step.
 
     >>> replay({"model": "m", "property": "NoOverlappingRuns", "gates": {}, "constants": {},
     ...         "steps": [{"state": 2, "action": "FireTimer", "node": "n1", "wf": "w1", "slot": None,
@@ -241,6 +243,9 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", workdir: Pa
                 result.verdict, result.step = "blocked", i
                 result.reason = f"step {i} {name}: {b}"
                 result.lines.append(Line(i, name, "BLOCKED", r.rows()))
+                # The trace goes on past the block: what the code does instead is what a trace
+                # check can reject (a run that stopped renewing shows as time past its lease).
+                _drain(r, None)
                 return result
             result.lines.append(Line(i, name, outcome, r.rows()))
             broken = _broken(r, prop)

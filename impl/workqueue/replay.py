@@ -145,7 +145,8 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", trace_dir: 
 
     With `trace_dir`, the steps the store committed, with the fault lines the schedule's faults
     logged and each consumer's `stop`, are written there as one `workqueue` trace, however the
-    replay ended."""
+    replay ended; a blocked replay's trace goes on with a fair drain from the block, so that it
+    shows what the code did instead of the model's step."""
     prop = schedule.get("property")
     gates, settings, notes = queue_config(schedule.get("gates", {}), schedule.get("constants", {}))
     result = Replay("held", prop, "", gates=gates.as_dict(), notes=notes)
@@ -253,6 +254,7 @@ def _run(r: Runner, result: Replay, steps: list[dict[str, Any]], prop: str | Non
         except Blocked as b:
             result.verdict, result.step, result.reason = "blocked", i, f"step {i} {name}: {b}"
             result.lines.append(Line(len(result.lines) + 1, name, "BLOCKED", r.rows()))
+            _drain(r, None)  # the trace goes on with what the code does instead (impl/engine/replay.py)
             return result
         if r.claim is not None:  # the hook has logged the read and the steps between
             name, r.claim = r.claim, None

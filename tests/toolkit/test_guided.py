@@ -15,7 +15,7 @@ from conformance.guided.run import GuidedError, run_guided
 from conformance.guided.targets import REACH_MODULES, missing_properties, targets
 from conformance.traces.spec_coverage import outcomes_table, unreachable_of
 from conformance.traces.system import load_systems
-from impl.engine import decide
+from impl.engine import decide, worker
 from impl.workqueue import scripts
 from impl.workqueue.command_store import CommandStore
 from impl.workqueue.node import QueueNode
@@ -55,6 +55,20 @@ def test_the_stale_paths_are_reached_taken_by_the_engine_and_their_traces_accept
                          only=["remove_lost_under_live_lease", "update_instance/conflict", "renew/conflict"])
     assert [r.finding for r in results] == [None, None, None], [r.line() for r in results]
     assert all(r.model == "reached" and r.replay == "held" and r.shown and r.traces for r in results)
+
+
+@pytest.mark.tlc
+def test_a_blocked_replay_drains_so_that_its_trace_shows_what_the_code_did_instead(tmp_path: Path) -> None:
+    # second_bump_stops_renewal (mutants/engine.yaml): a run that meets a second bump while it
+    # adopts the first stops renewing. The replay is blocked at the model's renewal; drained from
+    # there, the other node runs the workflow past the lease the run still holds, which the trace
+    # check rejects: the recorded trace shows the bug, not only the guided run's finding.
+    with planted(worker, "_renew", "return again, True, True\n        return adopted",
+                 "return again, True, False\n        return adopted"):
+        (r,) = run_guided(ROOT, "engine", tmp_path, only=["renew_renewed_after_two_adoptions"])
+    assert r.replay == "blocked" and "sleeps until" in r.reason, r.line()
+    ((path, why),) = r.rejected.items()
+    assert "breaks HeldLeaseKept" in why and "(fetch by n2)" in why, why
 
 
 @pytest.mark.tlc
