@@ -932,6 +932,20 @@ TimerOnTime ==
 DeadLetterEarned ==
     \A w \in Workflows : task[w].status = "FAILED" => task[w].retry_count >= MaxRetries
 
+\* A dead letter fails its workflow: mark_failed writes the FAILED row and the FAILED instance in
+\* one transaction, so a dead-lettered row's workflow is FAILED.  Where leases may lapse this
+\* need not hold (one run completes the workflow while an overlapping run's failure
+\* dead-letters the row, lease_faults_fenced_retry), so only models without lease faults check it.
+DeadLetterFailsWorkflow ==
+    \A w \in Workflows : task[w].status = "FAILED" => instance[w].status = "FAILED"
+
+\* A worker slot is given back: whatever a slot holds (a run, a rerun owed, a run that ended
+\* with its finishing write still to make) it lets go of, so that no run that is over keeps a
+\* node's capacity.
+SlotsFreed ==
+    \A n \in Nodes, w \in Workflows, s \in Slots :
+        work[n][w][s].phase # "none" ~> work[n][w][s].phase = "none"
+
 \* Every started workflow reaches a terminal state.
 EventuallyDone ==
     \A w \in Workflows : (instance[w].status = "RUNNING") ~> (instance[w].status \in Terminal)

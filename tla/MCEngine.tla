@@ -59,6 +59,37 @@ DeadLetterEarly ==
         /\ UNCHANGED timerVars
 NextDeadLetterEarly == Next \/ DeadLetterEarly
 
+\* DeadLetterFailsWorkflow's calibration (dead_letter_after_completion): Next plus a mark_failed
+\* of a run that completed (the bug of a finishing path that takes any ended run for a failed
+\* one): the row is dead-lettered while the instance stays COMPLETED.
+DeadLetterCompleted ==
+    \E n \in Nodes, w \in Workflows, s \in Slots :
+        /\ work[n][w][s].phase = "ended"
+        /\ work[n][w][s].result = "completed"
+        /\ work[n][w][s].retry >= MaxRetries
+        /\ DeadLetter(n, w, s)
+        /\ UNCHANGED timerVars
+NextDeadLetterCompleted == Next \/ DeadLetterCompleted
+
+\* SlotsFreed's calibration (retry_keeps_slot): Spec with Next plus a reschedule_retry that never
+\* gives its slot back (the bug of a retry path that forgets to free the worker slot): the row is
+\* rescheduled as RescheduleRetry does, and the slot keeps an ended item that no finishing step
+\* takes.  A liveness calibration, so a specification with Engine's fairness.
+RetryKeepsSlot ==
+    \E n \in Nodes, w \in Workflows, s \in Slots :
+        /\ work[n][w][s].phase = "ended"
+        /\ work[n][w][s].result = "failed"
+        /\ work[n][w][s].retry < MaxRetries
+        /\ task' = IF FinishOutcome(n, w, s) = "ok"
+                   THEN [task EXCEPT ![w].status = "PENDING", ![w].run_after = clock + Backoff,
+                                     ![w].version = @ + 1]
+                   ELSE task
+        /\ hist' = IF FinishOutcome(n, w, s) = "ok" THEN TaskWrote(w, work[n][w][s]) ELSE hist
+        /\ work' = [work EXCEPT ![n][w][s].result = "none"]
+        /\ UNCHANGED <<instance, clock, queue, starter, signaller, budget, sigRead>>
+        /\ UNCHANGED timerVars
+SpecRetryKeepsSlot == Init /\ [][Next \/ RetryKeepsSlot]_vars /\ NoLongPauses /\ WorkersProgress
+
 \* Reachability witnesses: each must be violated by the model that lists it, which shows
 \* that the model reaches the path its verdict is about (a guard against a vacuous ok).
 NeverCompletedInv == \A w \in Workflows : instance[w].status # "COMPLETED"
