@@ -406,9 +406,7 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", trace_dir: 
     """Run `schedule` (from `conformance.replay.command_map`) on the command layer (fakeredis).
 
     With `trace_dir`, the steps the store committed, with the fault lines of the schedule's
-    faults, are written there as one `command` trace, however the replay ended; a blocked
-    replay's trace goes on with a fair drain from the block, so that it shows what the code did
-    instead of the model's step."""
+    faults, are written there as one `command` trace, however the replay ended."""
     prop = schedule.get("property")
     gates, settings = command_config(schedule.get("gates", {}))
     result = Replay("held", prop, "", gates=gates.as_dict())
@@ -472,7 +470,6 @@ def _steps(r: _Runner, result: Replay, steps: list[dict[str, Any]], prop: str | 
         except _Blocked as b:
             result.verdict, result.step, result.reason = "blocked", i, f"step {i} {name}: {b}"
             result.lines.append(Line(i, name, "BLOCKED", r.rows()))
-            _drain(r)  # the trace goes on with what the code does instead (impl/engine/replay.py)
             return result
         result.lines.append(Line(i, name, outcome, r.rows()))
         broken = _broken(r, prop, idempotent)

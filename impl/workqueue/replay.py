@@ -145,8 +145,7 @@ def replay(schedule: Mapping[str, Any], *, store: str = "memory://", trace_dir: 
 
     With `trace_dir`, the steps the store committed, with the fault lines the schedule's faults
     logged and each consumer's `stop`, are written there as one `workqueue` trace, however the
-    replay ended; a blocked replay's trace goes on with a fair drain from the block, so that it
-    shows what the code did instead of the model's step."""
+    replay ended."""
     prop = schedule.get("property")
     gates, settings, notes = queue_config(schedule.get("gates", {}), schedule.get("constants", {}))
     result = Replay("held", prop, "", gates=gates.as_dict(), notes=notes)
@@ -254,7 +253,9 @@ def _run(r: Runner, result: Replay, steps: list[dict[str, Any]], prop: str | Non
         except Blocked as b:
             result.verdict, result.step, result.reason = "blocked", i, f"step {i} {name}: {b}"
             result.lines.append(Line(len(result.lines) + 1, name, "BLOCKED", r.rows()))
-            _drain(r, None)  # the trace goes on with what the code does instead (impl/engine/replay.py)
+            # Not drained from here, unlike the engine's replay (impl/engine/replay.py): this one
+            # composes the nodes' operations, so at a block it may hold what the nodes' own loops
+            # never do (two calls of one entry on one consumer), and a drain would record that.
             return result
         if r.claim is not None:  # the hook has logged the read and the steps between
             name, r.claim = r.claim, None
