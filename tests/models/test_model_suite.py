@@ -1,5 +1,5 @@
-"""The project's own model suite: every model file is valid, and the quick subset gives its
-expected verdicts with real TLC (the whole suite runs in `scripts/check.sh`)."""
+"""The project's own model suite: every model file is valid, and (with `-m slow`) the quick subset
+gives its expected verdicts with real TLC (the whole suite runs in `scripts/check.sh`)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,9 @@ def test_each_system_has_passing_and_calibration_models(system: str) -> None:
     assert "violated" in verdicts, f"{system}: no calibration model that must fail"
 
 
+# Every model, the quick ones among them, runs in `scripts/check.sh` (the main job, which CI runs
+# after the tests): here, in the default run, it would be the same 5 minutes twice.
+@pytest.mark.slow
 @pytest.mark.tlc
 def test_quick_models_give_their_expected_verdicts() -> None:
     proc = subprocess.run([sys.executable, "-m", "conformance.cli", "check", "--root", str(ROOT), "--quick", "--json"],

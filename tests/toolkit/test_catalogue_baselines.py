@@ -53,8 +53,14 @@ def collected(args: list[str]) -> set[str]:
 
 
 # A check run in full runs the stateful machines or the trace check: TLC (and Redis, the queue's).
+# The model-guided check runs every target (a TLC search and a replay each: 2 to 5 minutes a
+# system) and is left to `-m slow`: its quick command's baseline runs in the default run
+# (test_mutate_quick: `leaseproof mutate --quick` runs each check's baseline first), and so do
+# the targets of the stale paths (test_guided.py).
+SLOW = {"guided"}
 CHECKS = [pytest.param(system, name, id=f"{system}-{name}",
-                       marks=[pytest.mark.tlc] if default_pytest_args(cat.checks[name]) is None else [])
+                       marks=([pytest.mark.tlc] if default_pytest_args(cat.checks[name]) is None else [])
+                       + ([pytest.mark.slow] if name in SLOW else []))
           for system, cat in sorted(CATALOGUES.items()) for name in cat.checks]
 
 
