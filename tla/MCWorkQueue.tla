@@ -65,4 +65,17 @@ UnpaidLag(c, e) ==
 
 NextWithUnpaidLag == Next \/ \E c \in Consumers : \E e \in Entries : UnpaidLag(c, e)
 
+-----------------------------------------------------------------------------
+(* MarksAreCurrent's calibration: a heartbeat lag that marks an entry the   *)
+(* consumer does not run (HeartbeatLag without its Holds guard), the mark   *)
+(* a call's end would leave if it forgot to clear it.                       *)
+LagOnNoCall(c, e) ==
+    /\ CanFault(LagFault) /\ Up(c) /\ e \notin Renewing(c)
+    /\ lagging' = [lagging EXCEPT ![c] = @ \cup {e}]
+    /\ faults' = faults + 1
+    /\ UNCHANGED <<storeVars, mode, inbox, active, permits, toAck, toRelease, stalled, leaked,
+                   lost, checked, elapsed, polls, doubled>>
+
+NextWithLagOnNoCall == Next \/ \E c \in Consumers : \E e \in Entries : LagOnNoCall(c, e)
+
 =============================================================================

@@ -557,4 +557,15 @@ LaggingLearnsLoss ==
 \* No consumer runs more invocations than it has permits.
 PermitBound == \A c \in Consumers : Cardinality(active[c]) <= Permits
 
+\* The fault marks name what they mark: a lag (`lagging`) or a loss (`lost`) a call the heartbeat
+\* renews, a pause (`stalled`) a hand-off still waiting.  A mark left behind when its call ends
+\* or starts would carry over to the consumer's next call of that entry: it would start lagging
+\* or lost, time could pass its lease (Protected), and NoOverlappingInvocations, which leaves
+\* lagging and lost calls out, would not judge it (a per-call flag kept per entry, in the code).
+MarksAreCurrent ==
+    \A c \in Consumers :
+        /\ lagging[c] \subseteq Renewing(c)
+        /\ lost[c] \subseteq Renewing(c)
+        /\ stalled[c] \subseteq inbox[c]
+
 =============================================================================
