@@ -78,4 +78,17 @@ LagOnNoCall(c, e) ==
 
 NextWithLagOnNoCall == Next \/ \E c \in Consumers : \E e \in Entries : LagOnNoCall(c, e)
 
+-----------------------------------------------------------------------------
+(* AckedAfterDone's calibration: an ack on receipt (the bug of acking a    *)
+(* delivery before its call runs): the entry is gone, and its to-ack set    *)
+(* never held it.                                                           *)
+AckOnReceipt(c, e) ==
+    /\ Up(c) /\ e \in inbox[c] /\ status[e] = "pending"
+    /\ status' = [status EXCEPT ![e] = "gone"]
+    /\ owner' = [owner EXCEPT ![e] = NoOne]
+    /\ idle' = [idle EXCEPT ![e] = 0]
+    /\ UNCHANGED <<deliveries, consumerVars, faults, polls, doubled>>
+
+NextWithAckOnReceipt == Next \/ \E c \in Consumers : \E e \in Entries : AckOnReceipt(c, e)
+
 =============================================================================

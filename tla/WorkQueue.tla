@@ -557,6 +557,14 @@ LaggingLearnsLoss ==
 \* No consumer runs more invocations than it has permits.
 PermitBound == \A c \in Consumers : Cardinality(active[c]) <= Permits
 
+\* An entry is acked only for a call that ended done: in the step it goes, some consumer's
+\* to-ack set gives it up (an action property).  XACK does not look at the owner, so a stale
+\* consumer's ack may remove an entry a peer now runs; but an ack on receipt, or of an entry
+\* whose call failed, loses work that nobody did.
+AckedAfterDone ==
+    [][\A e \in Entries :
+         status'[e] = "gone" /\ status[e] # "gone" => \E c \in Consumers : e \in toAck[c] \ toAck'[c]]_vars
+
 \* The fault marks name what they mark: a lag (`lagging`) or a loss (`lost`) a call the heartbeat
 \* renews, a pause (`stalled`) a hand-off still waiting.  A mark left behind when its call ends
 \* or starts would carry over to the consumer's next call of that entry: it would start lagging
