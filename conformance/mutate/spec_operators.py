@@ -193,10 +193,18 @@ def generate(text: str, operators: tuple[str, ...] = OPERATORS, only: set[str] |
                     new = ln[:m.start()] + _FLIP[m.group(1)] + ln[m.end():]
                     add("flip_compare", *_edit(text, d, pos, pos + len(ln), new), ln)
         if "drop_fairness" in operators:
-            for pos, ln in _lines(text, d):
+            lines = _lines(text, d)
+            for i, (pos, ln) in enumerate(lines):
                 stripped = _code(ln).lstrip()
                 if stripped.startswith("/\\") and re.match(r"/\\\s+[WS]F_", stripped):
-                    add("drop_fairness", *_edit(text, d, pos, pos + len(ln), ""), ln)
+                    # The conjunct with its continuation lines (indented past its `/\`), so that
+                    # a condition written over two lines goes whole.
+                    end, col = pos + len(ln), _column(text, pos, ln)
+                    for npos, nxt in lines[i + 1:]:
+                        if not _code(nxt).strip() or _column(text, npos, nxt) <= col:
+                            break
+                        end = npos + len(nxt)
+                    add("drop_fairness", *_edit(text, d, pos, end, ""), ln)
         if len(out) > MAX_GENERATED:
             raise ValueError(f"the operators make over {MAX_GENERATED} mutants of this module: name the actions "
                              "to mutate (operators.actions)")
