@@ -12,9 +12,9 @@ running to the next line at column 0) and makes one edit inside one of them:
   removed.
 
 An action is a definition whose body primes a variable or calls an action; a temporal formula
-(`[][...]_vars`, an action property) is a property, left alone as invariants are. The edit is a `find`/`replace` pair
-whose `find` starts at the definition's header, so that it occurs once in the module however
-often the edited line recurs elsewhere. Our specs' layout (bulleted `/\\` lists, one conjunct
+(`[][...]_vars`, an action property) is a property, left alone as invariants are. The edit is a
+`find`/`replace` pair whose `find` starts at the definition's header, so that it occurs once in
+the module however often the edited line recurs elsewhere. Our specs' layout (bulleted `/\\` lists, one conjunct
 per line or indented continuation lines) is what this reads; a module laid out otherwise
 yields fewer mutants, never a wrong edit: every mutant is applied and model-checked, and one
 that does not parse is an error cell, not a kill.
