@@ -74,7 +74,8 @@ NextDeadLetterCompleted == Next \/ DeadLetterCompleted
 \* SlotsFreed's calibration (retry_keeps_slot): Spec with Next plus a reschedule_retry that never
 \* gives its slot back (the bug of a retry path that forgets to free the worker slot): the row is
 \* rescheduled as RescheduleRetry does, and the slot keeps an ended item that no finishing step
-\* takes.  A liveness calibration, so a specification with Engine's fairness.
+\* takes.  A liveness calibration, so a specification with Engine's fairness.  (RescheduleRetry's
+\* writes are repeated here, not factored out of it: that would renumber its generated spec mutants.)
 RetryKeepsSlot ==
     \E n \in Nodes, w \in Workflows, s \in Slots :
         /\ work[n][w][s].phase = "ended"
